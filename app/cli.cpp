@@ -1,0 +1,122 @@
+// Command-line parsing (CLI11) and the mapping of failures to sysexits codes.
+#include "app/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <new>
+
+#include "app/commands.h"
+#include "check.h"
+
+namespace lab::app {
+
+namespace {
+
+constexpr const char* kAbout =
+    "Kernel Lab: an interactive visualizer and laboratory for GPU kernels.\n"
+    "Runs an image keypoint pipeline (letterbox -> blur -> sobel -> harris) on the GPU,\n"
+    "times every launch, estimates its occupancy (this GPU and Jetson Orin sm_87) and diffs\n"
+    "every output against a plain CPU reference. Without a GPU it runs the CPU references.";
+
+constexpr const char* kFooter =
+    "\nExamples:\n"
+    "  kernel-lab list                                  kernels, variants, blocks, parameters\n"
+    "  kernel-lab check                                 every variant x block x math vs the CPU\n"
+    "  kernel-lab check --input photo.png --stage blur  one stage on your image\n"
+    "  kernel-lab bench --sweep-variants --size 3840x2160 --input synthetic:3840x2160\n"
+    "  kernel-lab run --input photo.jpg --dump out/     each slot as out/<slot>.npy\n"
+    "\nExit codes (sysexits): 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,\n"
+    "69 no CUDA device (--device cuda), 70 internal or CUDA error, 73 cannot create output,\n"
+    "74 I/O error.";
+
+void add_common(CLI::App* cmd, CommonOptions& o) {
+  cmd->add_option("--input,-i", o.input,
+                  "synthetic (built in, 1920x1080), synthetic:WxH, or an image file "
+                  "(8-bit gray, BGR or BGRA)")
+      ->capture_default_str();
+  cmd->add_option("--device", o.device, "auto (cuda when a GPU is present), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--size", o.size, "letterbox output size WxH (default 1280x736)");
+  cmd->add_option("--variant", o.variants, "STAGE=NAME, e.g. blur=v2_separable (repeatable)");
+  cmd->add_option("--block", o.blocks, "STAGE=WxH, e.g. blur=16x16 (repeatable)");
+  cmd->add_option("--math", o.maths, "precise, fast, or STAGE=precise|fast (repeatable)");
+  cmd->add_option("--param", o.params, "STAGE.NAME=VALUE, e.g. harris.k=0.05 (repeatable)");
+  cmd->add_option("--max-pixels", o.max_pixels, "refuse input images larger than this")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{kAbout, "kernel-lab"};
+  app.footer(kFooter);
+  app.set_version_flag("--version", LAB_VERSION);
+  app.require_subcommand(0, 1);
+
+  ListOptions list_o;
+  auto* list = app.add_subcommand("list", "List kernels, variants, allowed blocks and parameters");
+  list->add_flag("--json", list_o.json, "machine-readable output");
+
+  CommonOptions check_c;
+  CheckOptions check_o;
+  auto* check = app.add_subcommand(
+      "check", "Run every stage x variant x allowed block x math mode against the CPU reference; "
+               "exit 0 only if all are within tolerance");
+  add_common(check, check_c);
+  check->add_option("--stage", check_o.stages, "only these stages (repeatable)");
+  check->add_flag("--quick", check_o.quick, "each variant's default block only");
+
+  CommonOptions bench_c;
+  BenchOptions bench_o;
+  auto* bench = app.add_subcommand(
+      "bench", "Time every launch (median of many runs after warm-up), GB/s against the device "
+               "copy bandwidth measured in the same run, registers, occupancy and limiter");
+  add_common(bench, bench_c);
+  bench->add_option("--stage", bench_o.stages, "only these stages (repeatable)");
+  bench->add_option("--warmup", bench_o.warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 100000));
+  bench->add_option("--reps", bench_o.reps, "timed runs")->capture_default_str()->check(CLI::Range(1, 100000));
+  bench->add_flag("--sweep-blocks", bench_o.sweep_blocks, "every allowed block of each variant");
+  bench->add_flag("--sweep-variants", bench_o.sweep_variants, "every variant of each stage");
+  bench->add_flag("--sweep-math", bench_o.sweep_math, "both precise and fast math");
+  bench->add_flag("--csv", bench_o.csv, "CSV instead of a table");
+  bench->add_flag("--json", bench_o.json, "JSON instead of a table");
+  bench->add_option("--out,-o", bench_o.out, "write the result to this file");
+
+  CommonOptions run_c;
+  RunOptions run_o;
+  auto* run = app.add_subcommand("run", "Process the input and dump every slot as .npy");
+  add_common(run, run_c);
+  run->add_option("--dump", run_o.dump, "folder for <slot>.npy (float32 H x W, C order)");
+  run->add_option("--frames", run_o.frames, "frames to process (timings: median, p95)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help, version or the error
+    return rc == 0 ? 0 : 64;
+  }
+
+  try {
+    if (*list) return cmd_list(list_o);
+    if (*check) return cmd_check(check_c, check_o);
+    if (*bench) return cmd_bench(bench_c, bench_o);
+    if (*run) return cmd_run(run_c, run_o);
+    std::cout << app.help();
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "kernel-lab: error: " << e.what() << "\n";
+    return exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    std::cerr << "kernel-lab: error: out of host memory\n";
+    return 70;
+  } catch (const std::exception& e) {
+    std::cerr << "kernel-lab: internal error: " << e.what() << "\n";
+    return 70;
+  }
+}
+
+}  // namespace lab::app

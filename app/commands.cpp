@@ -1,0 +1,445 @@
+// list, check, bench, run: thin loops over the registry and the runner.
+#include "app/commands.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "app/io/npy.h"
+#include "stats.h"
+
+namespace lab::app {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+bool selected(const std::vector<std::string>& only, const std::string& name) {
+  return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+}
+
+void check_stage_names(const std::vector<std::string>& names) {
+  for (const auto& n : names) find_op(n);  // throws Usage for an unknown stage
+}
+
+std::string device_line(Backend b) {
+  const DeviceInfo& d = device_info();
+  if (b == Backend::Cpu)
+    return d.present ? "device: cpu (CPU references; --device cuda uses " + d.name + ")"
+                     : "device: cpu (no CUDA device: " + d.why_absent + ")";
+  std::ostringstream s;
+  s << "device: " << d.name << " (" << d.arch() << ", " << d.sms << " SMs, "
+    << fmt("%.1f", double(d.global_mem) / (1 << 30)) << " GiB, "
+    << (d.integrated ? "integrated" : "discrete") << ")";
+  return s.str();
+}
+
+struct Session {
+  Runner runner;
+  HostImage input;
+};
+
+// Loads the input, builds and configures the pipeline.
+std::unique_ptr<Session> open_session(const CommonOptions& c) {
+  const PipelineConfig p = build_pipeline(c);
+  const Backend b = pick_backend(c.device);
+  io::LoadOptions lo;
+  lo.max_pixels = c.max_pixels;
+  HostImage in = io::load_input(c.input, lo);
+  auto s = std::unique_ptr<Session>(new Session{Runner(b), std::move(in)});
+  s->runner.configure(p, s->input.desc());
+  s->runner.set_input(s->input);
+  return s;
+}
+
+std::string bad_pixel(const DiffStats& d) {
+  if (d.bad_x < 0) return "-";
+  return d.bad_slot + "(" + std::to_string(d.bad_x) + "," + std::to_string(d.bad_y) + ")";
+}
+
+}  // namespace
+
+PipelineConfig build_pipeline(const CommonOptions& o) {
+  PipelineConfig p = default_pipeline();
+  if (!o.size.empty()) apply_size(p, o.size);
+  for (const auto& s : o.variants) apply_variant(p, s);
+  for (const auto& s : o.blocks) apply_block(p, s);
+  for (const auto& s : o.maths) apply_math(p, s);
+  for (const auto& s : o.params) apply_param(p, s);
+  return p;
+}
+
+Backend pick_backend(const std::string& device) {
+  const DeviceInfo& d = device_info();
+  if (device == "cpu") return Backend::Cpu;
+  if (device == "cuda") {
+    if (!d.present)
+      throw Error(ErrorKind::Unavailable,
+                  "--device cuda: no usable CUDA device (" + d.why_absent + "); use --device cpu");
+    return Backend::Cuda;
+  }
+  if (!d.present)
+    std::cerr << "kernel-lab: no CUDA device (" << d.why_absent
+              << "): running the CPU references only\n";
+  return d.present ? Backend::Cuda : Backend::Cpu;
+}
+
+// ---- list ------------------------------------------------------------------------------------
+
+int cmd_list(const ListOptions& o) {
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const Op& op : registry()) {
+      nlohmann::json e{{"name", op.def.name},       {"summary", op.def.summary},
+                       {"inputs", op.def.inputs},   {"outputs", op.def.outputs},
+                       {"tolerance_why", op.def.tol_why}};
+      for (const auto& v : op.def.variants) {
+        std::vector<std::string> blocks;
+        for (const auto& b : v.blocks) blocks.push_back(b.str());
+        e["variants"].push_back({{"name", v.name}, {"delta", v.delta}, {"blocks", blocks},
+                                 {"default_block", v.default_block.str()}});
+      }
+      e["params"] = nlohmann::json::array();
+      for (const auto& p : op.def.params)
+        e["params"].push_back({{"name", p.name}, {"min", p.min}, {"max", p.max},
+                               {"default", p.def}, {"integer", p.integer}, {"help", p.help}});
+      j.push_back(e);
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  for (const Op& op : registry()) {
+    const auto& d = op.def;
+    std::string io;
+    for (const auto& s : d.inputs) io += (io.empty() ? "" : ", ") + s;
+    io += " -> ";
+    for (size_t k = 0; k < d.outputs.size(); ++k) io += (k ? ", " : "") + d.outputs[k];
+    std::cout << d.name << ": " << d.summary << "\n  slots: " << io << "\n";
+    std::cout << "  tolerance: precise abs " << d.tol_precise.abs << " + rel " << d.tol_precise.rel
+              << " x max|ref|, fast abs " << d.tol_fast.abs << " + rel " << d.tol_fast.rel
+              << " (" << d.tol_why << ")\n";
+    for (size_t v = 0; v < d.variants.size(); ++v) {
+      const auto& vd = d.variants[v];
+      std::cout << "  " << (v == op.default_variant() ? "*" : " ") << " " << vd.name << ": "
+                << vd.delta << "\n      blocks:";
+      for (const auto& b : vd.blocks) std::cout << " " << b.str() << (b == vd.default_block ? "*" : "");
+      std::cout << "\n";
+    }
+    for (const auto& p : d.params)
+      std::cout << "  param " << p.name << " = " << p.def << " in [" << p.min << ", " << p.max
+                << "]" << (p.integer ? " (integer)" : "") << ": " << p.help << "\n";
+  }
+  std::cout << "(* default variant / block)\n";
+  return 0;
+}
+
+// ---- check -----------------------------------------------------------------------------------
+
+int cmd_check(const CommonOptions& c, const CheckOptions& o) {
+  check_stage_names(o.stages);
+  auto s = open_session(c);
+  Runner& r = s->runner;
+  const DeviceInfo& dev = device_info();
+  std::cout << device_line(r.backend()) << "\ninput: " << c.input << " " << s->input.desc().str()
+            << "\n";
+
+  if (r.backend() == Backend::Cpu) {
+    // No kernels to check: run the references with poisoned outputs and make sure every value
+    // is written and finite.
+    for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
+    r.run();
+    int bad = 0;
+    for (size_t i = 0; i < r.stages().size(); ++i) {
+      const auto& st = r.stages()[i];
+      if (!selected(o.stages, st.op->def.name)) continue;
+      size_t nonfinite = 0, n = 0;
+      for (const auto& name : st.op->def.outputs) {
+        const HostImage img = r.read_slot(name);
+        const auto v = img.view<float>();
+        for (int y = 0; y < v.height; ++y)
+          for (int x = 0; x < v.width; ++x, ++n) nonfinite += !std::isfinite(v.at(x, y));
+      }
+      bad += nonfinite != 0;
+      std::printf("%-10s cpu reference  %8.2f ms  %zu values  %s\n", st.op->def.name.c_str(),
+                  r.stage_ms()[i], n, nonfinite ? "FAIL: unwritten or non-finite values" : "ok");
+    }
+    std::printf("GPU variants not checked: no CUDA device. %s\n", bad ? "FAILED" : "references ok");
+    return bad ? 1 : 0;
+  }
+
+  r.run();
+  std::printf("%-10s %-18s %-6s %-8s %10s %10s %8s %6s %-18s %9s  %s\n", "stage", "variant",
+              "block", "math", "max_abs", "mean_abs", "PSNR", "over", "first bad", "limit",
+              "result");
+  int total = 0, failed = 0, refused = 0;
+  for (size_t i = 0; i < r.stages().size(); ++i) {
+    const ResolvedStage configured = r.stages()[i];
+    if (!selected(o.stages, configured.op->def.name)) continue;
+    const std::vector<HostImage> ref = r.reference(i);
+    const auto& variants = configured.op->def.variants;
+    for (size_t v = 0; v < variants.size(); ++v) {
+      std::vector<Block> blocks = variants[v].blocks;
+      if (o.quick) blocks = {variants[v].default_block};
+      for (const Block& b : blocks)
+        for (MathMode m : {MathMode::Precise, MathMode::Fast}) {
+          ResolvedStage cfg = configured;
+          cfg.variant = v, cfg.block = b, cfg.math = m;
+          const std::string why = block_refusal(variants[v], b, &dev);
+          if (!why.empty()) {
+            ++refused;
+            std::printf("%-10s %-18s %-6s %-8s refused: %s\n", cfg.op->def.name.c_str(),
+                        variants[v].name.c_str(), b.str().c_str(), math_name(m), why.c_str());
+            continue;
+          }
+          r.poison_outputs(i);
+          r.run_stage(i, &cfg);
+          const DiffStats d = r.compare(i, ref, m);
+          ++total;
+          failed += !d.pass();
+          std::printf("%-10s %-18s %-6s %-8s %10.3g %10.3g %8s %6zu %-18s %9.3g  %s\n",
+                      cfg.op->def.name.c_str(), variants[v].name.c_str(), b.str().c_str(),
+                      math_name(m), d.max_abs, d.mean_abs,
+                      std::isinf(d.psnr) ? "inf" : fmt("%.1f", d.psnr).c_str(), d.over,
+                      bad_pixel(d).c_str(), d.limit, d.pass() ? "ok" : "FAIL");
+        }
+    }
+    r.run_stage(i);  // the configured variant's output feeds the next stage
+  }
+  std::printf("%d of %d configurations within tolerance%s%s\n", total - failed, total,
+              refused ? (", " + std::to_string(refused) + " refused by the device").c_str() : "",
+              failed ? ": FAILED" : "");
+  return failed ? 1 : 0;
+}
+
+// ---- bench -----------------------------------------------------------------------------------
+
+namespace {
+
+struct BenchRow {
+  std::string stage, variant, block, math, kernel;
+  double median_us = 0, p95_us = 0, gbs = 0, pct_copy = 0;
+  bool total = false;  // the stage's total over several launches
+  LaunchRecord rec;
+};
+
+void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const BenchOptions& o,
+                double copy_gbs, const std::string& header, const std::vector<double>& frame_us) {
+  if (o.json) {
+    nlohmann::json j;
+    j["header"] = header;
+    j["copy_bandwidth_gbs"] = copy_gbs;
+    j["frame_median_us"] = frame_us.empty() ? 0.0 : frame_us[0];
+    j["frame_p95_us"] = frame_us.size() > 1 ? frame_us[1] : 0.0;
+    for (const auto& r : rows)
+      j["launches"].push_back({{"stage", r.stage},
+                               {"variant", r.variant},
+                               {"block", r.block},
+                               {"math", r.math},
+                               {"kernel", r.kernel},
+                               {"total", r.total},
+                               {"median_us", r.median_us},
+                               {"p95_us", r.p95_us},
+                               {"gbs", r.gbs},
+                               {"pct_copy", r.pct_copy},
+                               {"regs", r.rec.attrs.regs},
+                               {"static_smem", r.rec.attrs.static_smem},
+                               {"local_bytes", r.rec.attrs.local_bytes},
+                               {"blocks_per_sm", r.rec.blocks_per_sm},
+                               {"occupancy", r.rec.est.occupancy},
+                               {"limiter", limiter_name(r.rec.est.limiter)},
+                               {"orin_occupancy", r.rec.orin.occupancy},
+                               {"orin_limiter", limiter_name(r.rec.orin.limiter)}});
+    out << j.dump(2) << "\n";
+    return;
+  }
+  if (o.csv) {
+    out << "stage,variant,block,math,kernel,median_us,p95_us,gbs,pct_copy,regs,static_smem,"
+           "local_bytes,blocks_per_sm,occupancy,limiter,orin_occupancy,orin_limiter\n";
+    for (const auto& r : rows)
+      out << r.stage << "," << r.variant << "," << r.block << "," << r.math << "," << r.kernel
+          << "," << r.median_us << "," << r.p95_us << "," << r.gbs << "," << r.pct_copy << ","
+          << r.rec.attrs.regs << "," << r.rec.attrs.static_smem << "," << r.rec.attrs.local_bytes
+          << "," << r.rec.blocks_per_sm << "," << r.rec.est.occupancy << ","
+          << limiter_name(r.rec.est.limiter) << "," << r.rec.orin.occupancy << ","
+          << limiter_name(r.rec.orin.limiter) << "\n";
+    return;
+  }
+  out << header;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-10s %-17s %-6s %-7s %-32s %9s %9s %8s %6s %4s %6s %5s %4s %5s %-9s %5s %-9s\n",
+                "stage", "variant", "block", "math", "kernel", "med_us", "p95_us", "GB/s", "%copy",
+                "regs", "smem", "local", "blk", "occ", "limiter", "orin", "orin_lim");
+  out << line;
+  for (const auto& r : rows) {
+    if (r.total) {
+      std::snprintf(line, sizeof line, "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8.1f %5.1f%%\n",
+                    r.stage.c_str(), r.variant.c_str(), r.block.c_str(), r.math.c_str(),
+                    "(stage total)", r.median_us, r.p95_us, r.gbs, r.pct_copy);
+    } else {
+      const bool one = r.gbs > 0;
+      std::snprintf(line, sizeof line,
+                    "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %4d %6zu %5zu %4d %4.0f%% %-9s %4.0f%% %-9s\n",
+                    r.stage.c_str(), r.variant.c_str(), r.block.c_str(), r.math.c_str(),
+                    r.kernel.c_str(), r.median_us, r.p95_us, one ? fmt("%.1f", r.gbs).c_str() : "-",
+                    one ? fmt("%.1f%%", r.pct_copy).c_str() : "-", r.rec.attrs.regs,
+                    r.rec.attrs.static_smem, r.rec.attrs.local_bytes, r.rec.blocks_per_sm,
+                    100 * r.rec.est.occupancy, limiter_name(r.rec.est.limiter),
+                    100 * r.rec.orin.occupancy, limiter_name(r.rec.orin.limiter));
+    }
+    out << line;
+  }
+  if (!frame_us.empty())
+    out << "pipeline (configured variants), first launch start to last launch end: median "
+        << fmt("%.2f", frame_us[0]) << " us, p95 " << fmt("%.2f", frame_us[1]) << " us\n";
+}
+
+}  // namespace
+
+int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
+  check_stage_names(o.stages);
+  auto s = open_session(c);
+  Runner& r = s->runner;
+  if (r.backend() == Backend::Cpu)
+    throw Error(ErrorKind::Unavailable, "bench times GPU kernels: no CUDA device in use (" +
+                                            device_info().why_absent + ")");
+  const DeviceInfo& dev = device_info();
+  const double copy_gbs = measure_copy_bandwidth();
+  std::ostringstream header;
+  header << device_line(r.backend()) << "\ninput: " << c.input << " " << s->input.desc().str()
+         << "; warm-up " << o.warmup << ", median of " << o.reps << " timed runs, each launch "
+         << "between its own CUDA event pair\ndevice copy bandwidth (cudaMemcpy D2D 256 MiB, read "
+            "+ write): "
+         << fmt("%.1f", copy_gbs) << " GB/s\n";
+
+  r.run();
+  std::vector<BenchRow> rows;
+  for (size_t i = 0; i < r.stages().size(); ++i) {
+    const ResolvedStage configured = r.stages()[i];
+    if (!selected(o.stages, configured.op->def.name)) continue;
+    const auto& variants = configured.op->def.variants;
+    std::vector<size_t> vs;
+    for (size_t v = 0; v < variants.size(); ++v)
+      if (o.sweep_variants || v == configured.variant) vs.push_back(v);
+    for (size_t v : vs) {
+      std::vector<Block> blocks;
+      if (o.sweep_blocks)
+        blocks = variants[v].blocks;
+      else
+        blocks = {v == configured.variant ? configured.block : variants[v].default_block};
+      std::vector<MathMode> maths{configured.math};
+      if (o.sweep_math) maths = {MathMode::Precise, MathMode::Fast};
+      for (const Block& b : blocks)
+        for (MathMode m : maths) {
+          if (!block_refusal(variants[v], b, &dev).empty()) continue;
+          ResolvedStage cfg = configured;
+          cfg.variant = v, cfg.block = b, cfg.math = m;
+          for (int w = 0; w < o.warmup; ++w) r.run_stage(i, &cfg);
+          std::vector<std::vector<double>> per_launch;
+          std::vector<double> stage_us;
+          std::vector<LaunchRecord> recs;
+          for (int k = 0; k < o.reps; ++k) {
+            r.run_stage(i, &cfg);
+            const auto& L = r.launches();
+            per_launch.resize(L.size());
+            for (size_t n = 0; n < L.size(); ++n) per_launch[n].push_back(1e3 * L[n].ms);
+            stage_us.push_back(1e3 * r.stage_ms()[i]);
+            recs = L;
+          }
+          const double bytes = r.stage_bytes(i);
+          for (size_t n = 0; n < recs.size(); ++n) {
+            BenchRow row{configured.op->def.name, variants[v].name, b.str(), math_name(m),
+                         recs[n].kernel};
+            row.median_us = median(per_launch[n]);
+            row.p95_us = percentile(per_launch[n], 95);
+            if (recs.size() == 1) {
+              row.gbs = bytes / (row.median_us * 1e-6) / 1e9;
+              row.pct_copy = 100 * row.gbs / copy_gbs;
+            }
+            row.rec = recs[n];
+            rows.push_back(row);
+          }
+          if (recs.size() > 1) {
+            BenchRow row{configured.op->def.name, variants[v].name, b.str(), math_name(m), ""};
+            row.total = true;
+            row.median_us = median(stage_us);
+            row.p95_us = percentile(stage_us, 95);
+            row.gbs = bytes / (row.median_us * 1e-6) / 1e9;
+            row.pct_copy = 100 * row.gbs / copy_gbs;
+            rows.push_back(row);
+          }
+        }
+    }
+    r.run_stage(i);  // restore the configured output for the next stage
+  }
+  std::vector<double> frame;
+  for (int w = 0; w < o.warmup; ++w) r.run();
+  for (int k = 0; k < o.reps; ++k) {
+    r.run();
+    frame.push_back(1e3 * r.frame_ms());
+  }
+  const std::vector<double> frame_us{median(frame), percentile(frame, 95)};
+  if (o.out.empty()) {
+    print_rows(std::cout, rows, o, copy_gbs, header.str(), frame_us);
+  } else {
+    std::ofstream f(o.out);
+    if (!f) throw Error(ErrorKind::CantCreate, "cannot create " + o.out);
+    print_rows(f, rows, o, copy_gbs, header.str(), frame_us);
+    if (!f) throw Error(ErrorKind::Io, "writing " + o.out + " failed");
+  }
+  return 0;
+}
+
+// ---- run -------------------------------------------------------------------------------------
+
+int cmd_run(const CommonOptions& c, const RunOptions& o) {
+  if (!o.dump.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.dump, ec);
+    if (ec || !std::filesystem::is_directory(o.dump))
+      throw Error(ErrorKind::CantCreate, "cannot create the dump folder " + o.dump +
+                                             (ec ? ": " + ec.message() : ""));
+  }
+  auto s = open_session(c);
+  Runner& r = s->runner;
+  const bool synthetic = c.input.rfind("synthetic", 0) == 0;
+  std::cout << device_line(r.backend()) << "\ninput: " << c.input << " " << s->input.desc().str()
+            << "\n";
+  std::vector<std::vector<double>> ms(r.stages().size());
+  std::vector<double> frame;
+  for (int f = 0; f < o.frames; ++f) {
+    if (synthetic && f > 0) {
+      const ImageDesc d = s->input.desc();
+      r.set_input(io::synthetic_frame(d.width, d.height, 1, f));
+    }
+    r.run();
+    for (size_t i = 0; i < ms.size(); ++i) ms[i].push_back(r.stage_ms()[i]);
+    frame.push_back(r.frame_ms());
+  }
+  const char* unit = r.backend() == Backend::Cuda ? "GPU" : "CPU";
+  for (size_t i = 0; i < ms.size(); ++i)
+    std::printf("%-10s %-18s %-6s %-8s %s median %9.3f ms  p95 %9.3f ms\n",
+                r.stages()[i].op->def.name.c_str(), r.stages()[i].variant_def().name.c_str(),
+                r.stages()[i].block.str().c_str(), math_name(r.stages()[i].math), unit,
+                median(ms[i]), percentile(ms[i], 95));
+  std::printf("frame: median %.3f ms, p95 %.3f ms over %d frame(s)\n", median(frame),
+              percentile(frame, 95), o.frames);
+  if (!o.dump.empty()) {
+    for (const SlotInfo& slot : r.slots()) {
+      const std::string path = (std::filesystem::path(o.dump) / (slot.name + ".npy")).string();
+      io::write_npy(path, r.read_slot(slot.name));
+      std::cout << "wrote " << path << " (" << slot.desc.str() << ")\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace lab::app

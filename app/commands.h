@@ -1,0 +1,60 @@
+// The headless subcommands. Each returns a process exit code and throws lab::Error for
+// failures that map to a sysexits code.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "app/io/image_source.h"
+#include "pipeline.h"
+#include "runner.h"
+
+namespace lab::app {
+
+// Options every engine subcommand takes.
+struct CommonOptions {
+  std::string input = "synthetic";
+  std::string device = "auto";  // auto | cpu | cuda
+  std::string size;             // letterbox output WxH; empty: the op's default
+  std::vector<std::string> variants, blocks, maths, params;
+  size_t max_pixels = io::kDefaultMaxPixels;
+};
+
+struct ListOptions {
+  bool json = false;
+};
+
+struct CheckOptions {
+  std::vector<std::string> stages;  // empty: all
+  bool quick = false;               // default block only, instead of every allowed block
+};
+
+struct BenchOptions {
+  std::vector<std::string> stages;  // empty: all
+  int warmup = 10;
+  int reps = 100;
+  bool sweep_blocks = false;
+  bool sweep_variants = false;
+  bool sweep_math = false;
+  bool csv = false;
+  bool json = false;
+  std::string out;  // write the table/CSV/JSON here instead of stdout
+};
+
+struct RunOptions {
+  std::string dump;  // folder for <slot>.npy
+  int frames = 1;
+};
+
+// The common options applied to the default pipeline; throws Error(Usage).
+PipelineConfig build_pipeline(const CommonOptions& o);
+// cpu or cuda from --device; throws Error(Unavailable) for cuda without a device.
+Backend pick_backend(const std::string& device);
+
+int cmd_list(const ListOptions& o);
+int cmd_check(const CommonOptions& c, const CheckOptions& o);
+int cmd_bench(const CommonOptions& c, const BenchOptions& o);
+int cmd_run(const CommonOptions& c, const RunOptions& o);
+
+}  // namespace lab::app

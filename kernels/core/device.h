@@ -1,0 +1,36 @@
+// The CUDA device the lab runs on, queried once; absent devices are a normal state.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace lab {
+
+struct DeviceInfo {
+  bool present = false;
+  std::string why_absent;  // CUDA's message when no device can be used
+  int index = 0;
+  std::string name;
+  int major = 0, minor = 0;
+  int sms = 0;
+  size_t global_mem = 0;
+  bool integrated = false;  // shares DRAM with the CPU (Jetson): zero-copy beats copies
+  int max_threads_per_block = 1024;
+  size_t smem_per_block = 48 * 1024;        // without opt-in
+  size_t smem_per_block_optin = 48 * 1024;  // with cudaFuncAttributeMaxDynamicSharedMemorySize
+  int clock_khz = 0, mem_clock_khz = 0, mem_bus_bits = 0;
+  int driver_version = 0, runtime_version = 0;
+
+  std::string arch() const { return "sm_" + std::to_string(major * 10 + minor); }
+  // Theoretical DRAM bandwidth from the memory clock and bus (0 when unknown).
+  double peak_bandwidth_gbs() const { return 2.0 * mem_clock_khz * 1e3 * (mem_bus_bits / 8) / 1e9; }
+};
+
+// Device 0, queried once and cached; never throws.
+const DeviceInfo& device_info();
+
+// Device-to-device cudaMemcpyAsync bandwidth in GB/s (bytes read + written), the median of
+// `reps` copies of `bytes` after a warm-up. The ceiling bandwidth-bound kernels are held to.
+double measure_copy_bandwidth(size_t bytes = size_t(256) << 20, int reps = 20);
+
+}  // namespace lab

@@ -1,0 +1,94 @@
+#include "image.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <utility>
+
+#include "check.h"
+
+namespace lab {
+
+const char* pixel_type_name(PixelType t) { return t == PixelType::U8 ? "u8" : "f32"; }
+
+std::string ImageDesc::str() const {
+  return std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(channels) +
+         " " + pixel_type_name(type);
+}
+
+DeviceImage::DeviceImage(const ImageDesc& desc) : m_desc(desc) {
+  if (desc.empty()) return;
+  LAB_CUDA_CHECK(cudaMallocPitch(&m_data, &m_pitch, desc.row_bytes(), size_t(desc.height)));
+}
+
+DeviceImage::~DeviceImage() {
+  if (m_data) cudaFree(m_data);
+}
+
+DeviceImage::DeviceImage(DeviceImage&& o) noexcept
+    : m_desc(o.m_desc), m_data(std::exchange(o.m_data, nullptr)), m_pitch(o.m_pitch) {}
+
+DeviceImage& DeviceImage::operator=(DeviceImage&& o) noexcept {
+  if (this != &o) {
+    if (m_data) cudaFree(m_data);
+    m_desc = o.m_desc;
+    m_data = std::exchange(o.m_data, nullptr);
+    m_pitch = o.m_pitch;
+  }
+  return *this;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : m_bytes(bytes) {
+  if (bytes) LAB_CUDA_CHECK(cudaMalloc(&m_data, bytes));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (m_data) cudaFree(m_data);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : m_data(std::exchange(o.m_data, nullptr)), m_bytes(std::exchange(o.m_bytes, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (m_data) cudaFree(m_data);
+    m_data = std::exchange(o.m_data, nullptr);
+    m_bytes = std::exchange(o.m_bytes, 0);
+  }
+  return *this;
+}
+
+void upload(const HostImage& src, const DeviceImage& dst, void* stream) {
+  if (src.desc() != dst.desc())
+    throw Error(ErrorKind::Internal, "upload: " + src.desc().str() + " into " + dst.desc().str());
+  if (src.desc().empty()) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), src.bytes(), src.pitch(),
+                                   src.desc().row_bytes(), size_t(src.desc().height),
+                                   cudaMemcpyHostToDevice, s));
+  LAB_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+HostImage download(const ImageRef& src, void* stream) {
+  HostImage out(src.desc);
+  if (src.desc.empty()) return out;
+  auto s = static_cast<cudaStream_t>(stream);
+  LAB_CUDA_CHECK(cudaMemcpy2DAsync(out.bytes(), out.pitch(), src.data, src.pitch,
+                                   src.desc.row_bytes(), size_t(src.desc.height),
+                                   cudaMemcpyDeviceToHost, s));
+  LAB_CUDA_CHECK(cudaStreamSynchronize(s));
+  return out;
+}
+
+void poison(const ImageRef& img, bool device, void* stream, int value) {
+  if (img.desc.empty()) return;
+  if (device) {
+    LAB_CUDA_CHECK(cudaMemset2DAsync(img.data, img.pitch, value, img.desc.row_bytes(),
+                                     size_t(img.desc.height), static_cast<cudaStream_t>(stream)));
+    return;
+  }
+  for (int y = 0; y < img.desc.height; ++y)
+    std::memset(static_cast<char*>(img.data) + size_t(y) * img.pitch, value, img.desc.row_bytes());
+}
+
+}  // namespace lab

@@ -1,0 +1,146 @@
+// Image types shared by host and device code.
+//
+// ImageView is a non-owning, pitched view usable in kernels and in CPU references alike, so a
+// reference and a kernel index pixels the same way. HostImage owns packed host rows;
+// DeviceImage owns a pitched device allocation (cudaMallocPitch aligns every row, so a warp
+// reading 32 neighbours of any row is one coalesced transaction).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#if defined(__CUDACC__)
+#define LAB_HD __host__ __device__ __forceinline__
+#else
+#define LAB_HD inline
+#endif
+
+namespace lab {
+
+enum class PixelType : uint8_t { U8, F32 };
+
+inline size_t pixel_type_bytes(PixelType t) { return t == PixelType::U8 ? 1 : 4; }
+const char* pixel_type_name(PixelType t);
+
+struct ImageDesc {
+  int width = 0;
+  int height = 0;
+  int channels = 1;
+  PixelType type = PixelType::F32;
+
+  size_t row_bytes() const { return size_t(width) * channels * pixel_type_bytes(type); }
+  size_t bytes() const { return row_bytes() * size_t(height); }
+  size_t pixels() const { return size_t(width) * size_t(height); }
+  bool empty() const { return width <= 0 || height <= 0; }
+  bool operator==(const ImageDesc& o) const {
+    return width == o.width && height == o.height && channels == o.channels && type == o.type;
+  }
+  bool operator!=(const ImageDesc& o) const { return !(*this == o); }
+  std::string str() const;  // "1280x736x1 f32"
+};
+
+// Pitch is in bytes. Channels are interleaved (BGR BGR ...), x innermost.
+template <typename T>
+struct ImageView {
+  T* data = nullptr;
+  int width = 0;
+  int height = 0;
+  int channels = 1;
+  size_t pitch = 0;
+
+  LAB_HD T* row(int y) const {
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<std::remove_const_t<T>*>(data)) +
+                                size_t(y) * pitch);
+  }
+  LAB_HD T& at(int x, int y, int c = 0) const { return row(y)[size_t(x) * channels + c]; }
+};
+
+// A type-erased reference to an image in host or device memory.
+struct ImageRef {
+  ImageDesc desc;
+  void* data = nullptr;
+  size_t pitch = 0;
+
+  template <typename T>
+  ImageView<T> view() const {
+    return {static_cast<T*>(data), desc.width, desc.height, desc.channels, pitch};
+  }
+};
+
+class HostImage {
+ public:
+  HostImage() = default;
+  explicit HostImage(const ImageDesc& desc) : m_desc(desc), m_storage(desc.bytes()) {}
+
+  const ImageDesc& desc() const { return m_desc; }
+  size_t pitch() const { return m_desc.row_bytes(); }
+  uint8_t* bytes() { return m_storage.data(); }
+  const uint8_t* bytes() const { return m_storage.data(); }
+  ImageRef ref() { return {m_desc, m_storage.data(), pitch()}; }
+  ImageRef ref() const { return {m_desc, const_cast<uint8_t*>(m_storage.data()), pitch()}; }
+  template <typename T>
+  ImageView<T> view() {
+    return ref().view<T>();
+  }
+  template <typename T>
+  ImageView<const T> view() const {
+    return ref().view<const T>();
+  }
+
+ private:
+  ImageDesc m_desc;
+  std::vector<uint8_t> m_storage;
+};
+
+// Owns a pitched device allocation. Move-only; frees on destruction.
+class DeviceImage {
+ public:
+  DeviceImage() = default;
+  explicit DeviceImage(const ImageDesc& desc);
+  ~DeviceImage();
+  DeviceImage(DeviceImage&& o) noexcept;
+  DeviceImage& operator=(DeviceImage&& o) noexcept;
+  DeviceImage(const DeviceImage&) = delete;
+  DeviceImage& operator=(const DeviceImage&) = delete;
+
+  const ImageDesc& desc() const { return m_desc; }
+  size_t pitch() const { return m_pitch; }
+  void* data() const { return m_data; }
+  ImageRef ref() const { return {m_desc, m_data, m_pitch}; }
+
+ private:
+  ImageDesc m_desc;
+  void* m_data = nullptr;
+  size_t m_pitch = 0;
+};
+
+// Owns a linear device allocation. Move-only.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  size_t size() const { return m_bytes; }
+  void* data() const { return m_data; }
+
+ private:
+  void* m_data = nullptr;
+  size_t m_bytes = 0;
+};
+
+// Synchronous copies between a host image and a device image of the same desc.
+void upload(const HostImage& src, const DeviceImage& dst, void* stream = nullptr);
+HostImage download(const ImageRef& src, void* stream = nullptr);
+// Fill every byte (row padding excluded) with `value`: 0xFF makes every float a NaN, so a
+// pixel that a kernel forgets to write fails the diff.
+void poison(const ImageRef& img, bool device, void* stream = nullptr, int value = 0xFF);
+
+}  // namespace lab

@@ -1,0 +1,97 @@
+// What an op (one kernel file in kernels/ops/) declares to the engine.
+//
+// Each op file is compiled twice, once precise and once with --use_fast_math, into namespaces
+// lab::ops::precise and lab::ops::fast. Both passes return an OpDef from the same source; the
+// registry keeps the precise pass's description and both passes' launchers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "image.h"
+#include "params.h"
+
+namespace lab {
+
+enum class MathMode : uint8_t { Precise = 0, Fast = 1 };
+const char* math_name(MathMode m);
+
+struct Block {
+  int x = 32;
+  int y = 8;
+  int threads() const { return x * y; }
+  bool operator==(const Block& o) const { return x == o.x && y == o.y; }
+  bool operator!=(const Block& o) const { return !(*this == o); }
+  std::string str() const { return std::to_string(x) + "x" + std::to_string(y); }
+};
+
+// Allowed error of a kernel against its CPU reference: |gpu - ref| <= abs + rel * max|ref|.
+// NaN (a poisoned, unwritten pixel) never passes.
+struct Tolerance {
+  double abs = 0;
+  double rel = 0;
+  double limit(double ref_max_abs) const { return abs + rel * ref_max_abs; }
+};
+
+// The images a stage reads and writes, in the order its op declares them, with its validated
+// parameters and block. Device pointers for launchers, host pointers for references.
+struct StageArgs {
+  std::vector<ImageRef> in;
+  std::vector<ImageRef> out;
+  ParamMap params;
+  Block block;
+};
+
+// The engine side of a launch; the runner implements it. Ops call lab::launch() (launch.cuh),
+// which brackets every kernel launch with before_launch / after_launch so that timing,
+// occupancy and error checks always describe the launch that really ran.
+class LaunchContext {
+ public:
+  virtual ~LaunchContext() = default;
+  virtual cudaStream_t stream() const = 0;
+  // Device scratch owned by the stage, kept across frames, grown on demand. `slot` lets a
+  // variant hold several scratch buffers.
+  virtual void* scratch(size_t bytes, int slot = 0) = 0;
+  // Device memory owned by the stage for data that depends only on `key` (say, sizes):
+  // `*stale` is true when the caller must (re)fill it.
+  virtual void* persistent(size_t bytes, uint64_t key, bool* stale) = 0;
+  // Validates the shape against the kernel's attributes and the device, records the start.
+  virtual void before_launch(const void* func, const char* name, dim3 grid, dim3 block,
+                             size_t smem) = 0;
+  // Records the end, checks cudaGetLastError().
+  virtual void after_launch() = 0;
+};
+
+using LaunchFn = void (*)(LaunchContext&, const StageArgs&);
+using ReferenceFn = void (*)(const StageArgs&);
+using ShapeFn = std::vector<ImageDesc> (*)(const std::vector<ImageDesc>& in, const ParamMap& p);
+using SmemFn = size_t (*)(Block);
+
+struct VariantDef {
+  std::string name;   // "v2_separable"
+  std::string delta;  // one line: what changed from the previous step, and why
+  std::vector<Block> blocks;
+  Block default_block;
+  LaunchFn launch = nullptr;
+  SmemFn smem = nullptr;  // dynamic + static shared memory a block uses; null: none
+};
+
+struct OpDef {
+  std::string name;
+  std::string summary;
+  std::vector<std::string> inputs;   // slot names read
+  std::vector<std::string> outputs;  // slot names written
+  std::vector<ParamSpec> params;
+  ShapeFn shape = nullptr;          // output descs from input descs; throws Error on bad input
+  ReferenceFn reference = nullptr;  // plain CPU loops over host images
+  Tolerance tol_precise;
+  Tolerance tol_fast;
+  std::string tol_why;  // the bound, explained
+  std::vector<VariantDef> variants;
+};
+
+}  // namespace lab

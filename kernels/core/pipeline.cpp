@@ -1,0 +1,151 @@
+#include "pipeline.h"
+
+#include <cstdlib>
+
+namespace lab {
+
+namespace {
+
+StageConfig& stage_named(PipelineConfig& p, const std::string& name) {
+  for (auto& s : p.stages)
+    if (s.op == name) return s;
+  find_op(name);  // throws "unknown stage" listing the known ones
+  throw Error(ErrorKind::Usage, "stage '" + name + "' is not in this pipeline");
+}
+
+// Splits "KEY=VALUE"; throws with the accepted `form` when there is no '='.
+std::pair<std::string, std::string> split_eq(const std::string& spec, const char* form) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+    throw Error(ErrorKind::Usage, "malformed '" + spec + "': expected " + form);
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+std::optional<MathMode> parse_math(const std::string& s) {
+  if (s == "precise") return MathMode::Precise;
+  if (s == "fast") return MathMode::Fast;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* math_name(MathMode m) { return m == MathMode::Fast ? "fast" : "precise"; }
+
+std::string ResolvedStage::label() const {
+  return op->def.name + "/" + variant_def().name + " " + block.str() + " " + math_name(math);
+}
+
+PipelineConfig default_pipeline() {
+  PipelineConfig p;
+  for (const Op& op : registry()) p.stages.push_back({op.def.name, "", std::nullopt, MathMode::Precise, {}});
+  return p;
+}
+
+std::string block_refusal(const VariantDef& v, Block b, const DeviceInfo* dev) {
+  if (b.x < 1 || b.y < 1) return "a block needs at least one thread in x and y";
+  const int max_threads = dev && dev->present ? dev->max_threads_per_block : 1024;
+  if (b.threads() > max_threads)
+    return std::to_string(b.threads()) + " threads is over the " + std::to_string(max_threads) +
+           "-thread limit of a CUDA block";
+  bool allowed = false;
+  std::string list;
+  for (const Block& a : v.blocks) {
+    allowed = allowed || a == b;
+    list += (list.empty() ? "" : " ") + a.str();
+  }
+  if (!allowed)
+    return "not a shape " + v.name + " is written or instantiated for (allowed: " + list + ")";
+  if (v.smem && dev && dev->present && v.smem(b) > dev->smem_per_block)
+    return "needs " + std::to_string(v.smem(b)) + " bytes of shared memory; the device gives " +
+           std::to_string(dev->smem_per_block) + " per block";
+  return "";
+}
+
+std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* dev) {
+  std::vector<ResolvedStage> out;
+  for (const StageConfig& s : p.stages) {
+    const Op& op = find_op(s.op);
+    ResolvedStage r;
+    r.op = &op;
+    r.math = s.math;
+    if (s.variant.empty()) {
+      r.variant = op.default_variant();
+    } else {
+      const int v = op.find_variant(s.variant);
+      if (v < 0) {
+        std::string known;
+        for (const auto& vd : op.def.variants) known += (known.empty() ? "" : ", ") + vd.name;
+        throw Error(ErrorKind::Usage, "unknown variant '" + s.variant + "' of stage " + s.op +
+                                          " (known: " + known + ")");
+      }
+      r.variant = size_t(v);
+    }
+    r.block = s.block.value_or(r.variant_def().default_block);
+    const std::string why = block_refusal(r.variant_def(), r.block, dev);
+    if (!why.empty())
+      throw Error(ErrorKind::Usage, "block " + r.block.str() + " refused for " + s.op + "/" +
+                                        r.variant_def().name + ": " + why);
+    validate_params(s.op, op.def.params, s.params);
+    r.params = s.params;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::optional<Block> parse_wxh(const std::string& s) {
+  const auto x = s.find('x');
+  if (x == std::string::npos || x == 0 || x + 1 == s.size()) return std::nullopt;
+  char* end = nullptr;
+  const long w = std::strtol(s.c_str(), &end, 10);
+  if (end != s.c_str() + x) return std::nullopt;
+  const long h = std::strtol(s.c_str() + x + 1, &end, 10);
+  if (*end != '\0' || w < 1 || h < 1 || w > 1 << 20 || h > 1 << 20) return std::nullopt;
+  return Block{int(w), int(h)};
+}
+
+void apply_variant(PipelineConfig& p, const std::string& spec) {
+  const auto [stage, name] = split_eq(spec, "STAGE=VARIANT, e.g. blur=v2_separable");
+  stage_named(p, stage).variant = name;
+}
+
+void apply_block(PipelineConfig& p, const std::string& spec) {
+  const auto [stage, wxh] = split_eq(spec, "STAGE=WxH, e.g. blur=32x8");
+  const auto b = parse_wxh(wxh);
+  if (!b) throw Error(ErrorKind::Usage, "malformed block '" + wxh + "': expected WxH, e.g. 32x8");
+  stage_named(p, stage).block = *b;
+}
+
+void apply_math(PipelineConfig& p, const std::string& spec) {
+  if (auto m = parse_math(spec)) {
+    for (auto& s : p.stages) s.math = *m;
+    return;
+  }
+  const auto [stage, mode] = split_eq(spec, "precise, fast, or STAGE=precise|fast");
+  const auto m = parse_math(mode);
+  if (!m) throw Error(ErrorKind::Usage, "unknown math mode '" + mode + "' (precise or fast)");
+  stage_named(p, stage).math = *m;
+}
+
+void apply_param(PipelineConfig& p, const std::string& spec) {
+  const auto [key, value] = split_eq(spec, "STAGE.NAME=VALUE, e.g. harris.k=0.05");
+  const auto dot = key.find('.');
+  if (dot == std::string::npos)
+    throw Error(ErrorKind::Usage, "malformed '" + spec + "': expected STAGE.NAME=VALUE");
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (*end != '\0') throw Error(ErrorKind::Usage, "parameter value '" + value + "' is not a number");
+  StageConfig& s = stage_named(p, key.substr(0, dot));
+  const std::string name = key.substr(dot + 1);
+  ParamMap one{{name, v}};
+  validate_params(s.op, find_op(s.op).def.params, one);
+  s.params[name] = v;
+}
+
+void apply_size(PipelineConfig& p, const std::string& wxh) {
+  const auto b = parse_wxh(wxh);
+  if (!b) throw Error(ErrorKind::Usage, "malformed size '" + wxh + "': expected WxH, e.g. 1280x736");
+  apply_param(p, "letterbox.width=" + std::to_string(b->x));
+  apply_param(p, "letterbox.height=" + std::to_string(b->y));
+}
+
+}  // namespace lab

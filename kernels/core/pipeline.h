@@ -1,0 +1,60 @@
+// A pipeline: an ordered list of stages, each an op with its variant, block, math mode and
+// parameters. The same configuration drives the CLI, the GUI, presets and tests.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "op.h"
+#include "registry.h"
+
+namespace lab {
+
+struct StageConfig {
+  std::string op;
+  std::string variant;         // empty: the op's default variant
+  std::optional<Block> block;  // empty: the variant's default block
+  MathMode math = MathMode::Precise;
+  ParamMap params;
+};
+
+struct PipelineConfig {
+  std::vector<StageConfig> stages;
+};
+
+// A stage checked against the registry and the device.
+struct ResolvedStage {
+  const Op* op = nullptr;
+  size_t variant = 0;
+  Block block;
+  MathMode math = MathMode::Precise;
+  ParamMap params;
+
+  const VariantDef& variant_def() const { return op->def.variants[variant]; }
+  std::string label() const;  // "blur/v3_smem_tile 32x8 precise"
+};
+
+// letterbox -> blur -> sobel -> harris, every stage at its default.
+PipelineConfig default_pipeline();
+
+// Why `block` cannot run `variant` (empty when it can): over 1024 threads, not one of the
+// shapes the variant was written or instantiated for, or more shared memory than the device
+// gives a block. `dev` may be null (no GPU: the device limits are not checked).
+std::string block_refusal(const VariantDef& variant, Block block, const DeviceInfo* dev);
+
+// Validates every stage; throws Error(Usage) naming the stage and the problem.
+std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* dev);
+
+// "WxH" -> Block / size; nullopt when malformed.
+std::optional<Block> parse_wxh(const std::string& s);
+
+// Command-line and preset overrides. Each throws Error(Usage) with the accepted form.
+void apply_variant(PipelineConfig& p, const std::string& spec);  // STAGE=NAME
+void apply_block(PipelineConfig& p, const std::string& spec);    // STAGE=WxH
+void apply_math(PipelineConfig& p, const std::string& spec);     // precise|fast|STAGE=precise|fast
+void apply_param(PipelineConfig& p, const std::string& spec);    // STAGE.NAME=VALUE
+void apply_size(PipelineConfig& p, const std::string& wxh);      // letterbox output size
+
+}  // namespace lab

@@ -1,0 +1,32 @@
+// The kernel registry: one explicit, ordered list of ops (registry.cpp). Tests, CLI and GUI
+// enumerate it, so a new op needs no code outside its own file, CMake and that list.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "op.h"
+
+namespace lab {
+
+struct Op {
+  OpDef def;                          // description and precise launchers
+  std::vector<LaunchFn> fast_launch;  // the same variants compiled with --use_fast_math
+
+  LaunchFn launcher(size_t variant, MathMode m) const {
+    return m == MathMode::Fast ? fast_launch[variant] : def.variants[variant].launch;
+  }
+  const Tolerance& tolerance(MathMode m) const {
+    return m == MathMode::Fast ? def.tol_fast : def.tol_precise;
+  }
+  // Index of the named variant, or -1.
+  int find_variant(const std::string& name) const;
+  // The variant a pipeline uses unless told otherwise: the last (most refined) one.
+  size_t default_variant() const { return def.variants.size() - 1; }
+};
+
+const std::vector<Op>& registry();
+// Throws Error(Usage) listing the known ops.
+const Op& find_op(const std::string& name);
+
+}  // namespace lab

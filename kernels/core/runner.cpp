@@ -1,0 +1,286 @@
+#include "runner.h"
+
+#include <chrono>
+
+namespace lab {
+
+const char* backend_name(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"; }
+
+// The LaunchContext a stage's launcher sees: the runner's stream, the stage's scratch memory,
+// and the bracketing of every launch.
+class Runner::Context : public LaunchContext {
+ public:
+  Context(Runner& r, size_t stage) : m_r(r), m_stage(stage) {}
+
+  cudaStream_t stream() const override { return m_r.m_stream; }
+
+  void* scratch(size_t bytes, int slot) override {
+    auto& s = m_r.m_state[m_stage].scratch;
+    if (s.size() <= size_t(slot)) s.resize(size_t(slot) + 1);
+    if (s[slot].size() < bytes) s[slot] = DeviceBuffer(bytes);
+    return s[slot].data();
+  }
+
+  void* persistent(size_t bytes, uint64_t key, bool* stale) override {
+    StageState& st = m_r.m_state[m_stage];
+    *stale = !st.persistent_valid || st.persistent_key != key || st.persistent.size() < bytes;
+    if (st.persistent.size() < bytes) st.persistent = DeviceBuffer(bytes);
+    st.persistent_key = key;
+    st.persistent_valid = true;
+    return st.persistent.data();
+  }
+
+  void before_launch(const void* func, const char* name, dim3 grid, dim3 block,
+                     size_t smem) override {
+    const FuncInfo& fi = m_r.func_info(func);
+    const int threads = int(block.x * block.y * block.z);
+    if (threads > fi.attrs.max_threads)
+      throw Error(ErrorKind::Usage, std::string(name) + ": " + std::to_string(threads) +
+                                        " threads per block; this kernel can launch at most " +
+                                        std::to_string(fi.attrs.max_threads));
+    const DeviceInfo& dev = device_info();
+    if (fi.attrs.static_smem + smem > dev.smem_per_block)
+      throw Error(ErrorKind::Usage, std::string(name) + ": needs " +
+                                        std::to_string(fi.attrs.static_smem + smem) +
+                                        " bytes of shared memory per block, the device gives " +
+                                        std::to_string(dev.smem_per_block));
+    LaunchRecord rec;
+    rec.stage = m_stage;
+    rec.kernel = name;
+    rec.func = func;
+    rec.grid = grid;
+    rec.block = block;
+    rec.dyn_smem = smem;
+    const size_t n = m_r.m_launches.size();
+    while (m_r.m_events.size() <= n) {
+      cudaEvent_t a, b;
+      LAB_CUDA_CHECK(cudaEventCreate(&a));
+      LAB_CUDA_CHECK(cudaEventCreate(&b));
+      m_r.m_events.emplace_back(a, b);
+    }
+    m_r.m_launches.push_back(std::move(rec));
+    LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[n].first, m_r.m_stream));
+  }
+
+  void after_launch() override {
+    LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[m_r.m_launches.size() - 1].second, m_r.m_stream));
+    LAB_CUDA_CHECK(cudaGetLastError());
+  }
+
+ private:
+  Runner& m_r;
+  size_t m_stage;
+};
+
+Runner::Runner(Backend backend) : m_backend(backend) {
+  if (backend == Backend::Cuda) {
+    const DeviceInfo& d = device_info();
+    if (!d.present)
+      throw Error(ErrorKind::Unavailable,
+                  "no usable CUDA device (" + d.why_absent + "); run with --device cpu");
+    LAB_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+  }
+}
+
+Runner::~Runner() {
+  for (auto& [a, b] : m_events) cudaEventDestroy(a), cudaEventDestroy(b);
+  if (m_stream) cudaStreamDestroy(m_stream);
+}
+
+void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
+  if (input.empty()) throw Error(ErrorKind::Data, "the input image is empty");
+  std::vector<ResolvedStage> stages =
+      resolve(pipeline, m_backend == Backend::Cuda ? &device_info() : nullptr);
+  // Shapes first, so that a bad input leaves the runner as it was.
+  std::map<std::string, ImageDesc> descs{{"input", input}};
+  std::vector<std::string> order{"input"};
+  for (const ResolvedStage& s : stages) {
+    std::vector<ImageDesc> in;
+    for (const std::string& name : s.op->def.inputs) {
+      auto it = descs.find(name);
+      if (it == descs.end())
+        throw Error(ErrorKind::Usage, "stage " + s.op->def.name + " reads slot '" + name +
+                                          "', which no earlier stage writes");
+      in.push_back(it->second);
+    }
+    const std::vector<ImageDesc> out = s.op->def.shape(in, s.params);
+    if (out.size() != s.op->def.outputs.size())
+      throw Error(ErrorKind::Internal, "stage " + s.op->def.name + ": shape() count mismatch");
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (!descs.count(s.op->def.outputs[k])) order.push_back(s.op->def.outputs[k]);
+      descs[s.op->def.outputs[k]] = out[k];
+    }
+  }
+  for (const auto& [name, desc] : descs) {
+    Slot& slot = m_slots[name];
+    if (slot.desc == desc && (slot.dev.data() || slot.host.bytes())) continue;
+    slot.desc = desc;
+    slot.dev = DeviceImage();
+    slot.host = HostImage();
+    if (m_backend == Backend::Cuda)
+      slot.dev = DeviceImage(desc);
+    else
+      slot.host = HostImage(desc);
+  }
+  for (auto it = m_slots.begin(); it != m_slots.end();)
+    it = descs.count(it->first) ? std::next(it) : m_slots.erase(it);
+  m_slot_order = order;
+  m_stages = std::move(stages);
+  m_state.resize(m_stages.size());
+  m_stage_ms.assign(m_stages.size(), 0.0);
+}
+
+std::vector<SlotInfo> Runner::slots() const {
+  std::vector<SlotInfo> out;
+  for (const auto& name : m_slot_order) out.push_back({name, m_slots.at(name).desc});
+  return out;
+}
+
+void Runner::set_input(const HostImage& img) { write_slot("input", img); }
+
+StageArgs Runner::args_for(size_t i, const ResolvedStage& cfg) const {
+  StageArgs a;
+  for (const auto& name : cfg.op->def.inputs) a.in.push_back(m_slots.at(name).ref());
+  for (const auto& name : cfg.op->def.outputs) a.out.push_back(m_slots.at(name).ref());
+  a.params = cfg.params;
+  a.block = cfg.block;
+  (void)i;
+  return a;
+}
+
+void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
+  const ResolvedStage& s = cfg ? *cfg : m_stages.at(i);
+  if (s.op != m_stages.at(i).op)
+    throw Error(ErrorKind::Internal, "run_stage: stage " + std::to_string(i) + " is not " + s.op->def.name);
+  const StageArgs args = args_for(i, s);
+  if (m_backend == Backend::Cpu) {
+    const auto t0 = std::chrono::steady_clock::now();
+    s.op->def.reference(args);
+    m_stage_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    m_frame_ms = 0;
+    for (double ms : m_stage_ms) m_frame_ms += ms;
+    return;
+  }
+  Context ctx(*this, i);
+  s.op->launcher(s.variant, s.math)(ctx, args);
+}
+
+void Runner::collect() {
+  if (m_backend == Backend::Cpu) return;
+  LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+  std::fill(m_stage_ms.begin(), m_stage_ms.end(), 0.0);
+  for (size_t n = 0; n < m_launches.size(); ++n) {
+    LaunchRecord& r = m_launches[n];
+    LAB_CUDA_CHECK(cudaEventElapsedTime(&r.ms, m_events[n].first, m_events[n].second));
+    fill_occupancy(r);
+    m_stage_ms[r.stage] += r.ms;
+  }
+  m_frame_ms = 0;
+  if (!m_launches.empty()) {
+    float ms = 0;
+    LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_events[0].first, m_events[m_launches.size() - 1].second));
+    m_frame_ms = ms;
+  }
+}
+
+void Runner::run() {
+  m_launches.clear();
+  for (size_t i = 0; i < m_stages.size(); ++i) enqueue_stage(i);
+  collect();
+}
+
+void Runner::run_stage(size_t i, const ResolvedStage* cfg) {
+  m_launches.clear();
+  enqueue_stage(i, cfg);
+  collect();
+}
+
+const Runner::FuncInfo& Runner::func_info(const void* func) {
+  auto it = m_funcs.find(func);
+  if (it != m_funcs.end()) return it->second;
+  cudaFuncAttributes a{};
+  LAB_CUDA_CHECK(cudaFuncGetAttributes(&a, func));
+  FuncInfo fi;
+  fi.attrs = {a.numRegs, a.sharedSizeBytes, a.localSizeBytes, a.maxThreadsPerBlock, a.binaryVersion};
+  return m_funcs.emplace(func, fi).first->second;
+}
+
+void Runner::fill_occupancy(LaunchRecord& r) {
+  FuncInfo& fi = m_funcs.at(r.func);
+  r.attrs = fi.attrs;
+  const auto key = std::make_pair(r.threads(), r.dyn_smem);
+  auto it = fi.blocks_per_sm.find(key);
+  if (it == fi.blocks_per_sm.end()) {
+    int n = 0;
+    LAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, r.func, r.threads(), r.dyn_smem));
+    it = fi.blocks_per_sm.emplace(key, n).first;
+  }
+  r.blocks_per_sm = it->second;
+  const KernelResources res{r.threads(), r.attrs.regs, r.attrs.static_smem, r.dyn_smem};
+  const DeviceInfo& d = device_info();
+  if (const ArchLimits* arch = arch_limits(d.major, d.minor)) r.est = estimate_occupancy(*arch, res);
+  // Orin estimate with this GPU's register count: the sm_87 build of the same source can differ
+  // by a few registers.
+  if (const ArchLimits* orin = arch_limits(8, 7)) r.orin = estimate_occupancy(*orin, res);
+}
+
+HostImage Runner::read_slot(const std::string& name) const {
+  auto it = m_slots.find(name);
+  if (it == m_slots.end()) throw Error(ErrorKind::Usage, "no slot named '" + name + "'");
+  if (m_backend == Backend::Cuda) return download(it->second.dev.ref(), m_stream);
+  return it->second.host;
+}
+
+void Runner::write_slot(const std::string& name, const HostImage& img) {
+  auto it = m_slots.find(name);
+  if (it == m_slots.end()) throw Error(ErrorKind::Usage, "no slot named '" + name + "'");
+  Slot& s = it->second;
+  if (img.desc() != s.desc)
+    throw Error(ErrorKind::Internal, "slot " + name + " is " + s.desc.str() + ", given " + img.desc().str());
+  if (m_backend == Backend::Cuda)
+    upload(img, s.dev, m_stream);
+  else
+    s.host = img;
+}
+
+void Runner::poison_outputs(size_t i) {
+  for (const auto& name : m_stages.at(i).op->def.outputs)
+    poison(m_slots.at(name).ref(), m_backend == Backend::Cuda, m_stream);
+  if (m_backend == Backend::Cuda) LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+}
+
+std::vector<HostImage> Runner::reference(size_t i) const {
+  const ResolvedStage& s = m_stages.at(i);
+  std::vector<HostImage> in, out;
+  for (const auto& name : s.op->def.inputs) in.push_back(read_slot(name));
+  for (const auto& name : s.op->def.outputs) {
+    out.emplace_back(m_slots.at(name).desc);
+    poison(out.back().ref(), false);
+  }
+  StageArgs a;
+  for (auto& img : in) a.in.push_back(img.ref());
+  for (auto& img : out) a.out.push_back(img.ref());
+  a.params = s.params;
+  a.block = s.block;
+  s.op->def.reference(a);
+  return out;
+}
+
+DiffStats Runner::compare(size_t i, const std::vector<HostImage>& ref, MathMode math) const {
+  const ResolvedStage& s = m_stages.at(i);
+  DiffStats total;
+  for (size_t k = 0; k < s.op->def.outputs.size(); ++k) {
+    const std::string& name = s.op->def.outputs[k];
+    merge_diff(total, diff_images(read_slot(name), ref.at(k), s.op->tolerance(math), name));
+  }
+  return total;
+}
+
+double Runner::stage_bytes(size_t i) const {
+  double bytes = 0;
+  for (const auto& name : m_stages.at(i).op->def.inputs) bytes += double(m_slots.at(name).desc.bytes());
+  for (const auto& name : m_stages.at(i).op->def.outputs) bytes += double(m_slots.at(name).desc.bytes());
+  return bytes;
+}
+
+}  // namespace lab

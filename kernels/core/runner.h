@@ -1,0 +1,139 @@
+// The runner: executes a pipeline over named slots, on a CUDA stream or on the CPU references.
+//
+// Slots are allocated once per shape and reused across frames. Every kernel launch is bracketed
+// by an event pair and recorded with its real grid, block, shared memory, attributes and
+// occupancy. The GUI, the CLI and the tests all run frames through this class, so their numbers
+// agree.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "diff.h"
+#include "occupancy.h"
+#include "pipeline.h"
+
+namespace lab {
+
+enum class Backend { Cpu, Cuda };
+const char* backend_name(Backend b);
+
+// What cudaFuncGetAttributes says of a compiled kernel.
+struct KernelAttrs {
+  int regs = 0;
+  size_t static_smem = 0;
+  size_t local_bytes = 0;  // per thread; non-zero means register spills (or local arrays)
+  int max_threads = 0;     // the most threads per block this kernel can launch with
+  int binary_version = 0;  // the SASS architecture the driver picked (90 = sm_90)
+};
+
+struct LaunchRecord {
+  size_t stage = 0;
+  std::string kernel;
+  const void* func = nullptr;
+  dim3 grid, block;
+  size_t dyn_smem = 0;
+  float ms = 0;  // GPU time between the event pair, filled by collect()
+  KernelAttrs attrs;
+  int blocks_per_sm = 0;    // cudaOccupancyMaxActiveBlocksPerMultiprocessor
+  OccupancyEstimate est;    // our calculator on this GPU's limits (agrees with the line above)
+  OccupancyEstimate orin;   // our calculator on sm_87 (Jetson Orin) limits, same resources
+  int threads() const { return int(block.x * block.y * block.z); }
+};
+
+struct SlotInfo {
+  std::string name;
+  ImageDesc desc;
+};
+
+class Runner {
+ public:
+  explicit Runner(Backend backend);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  Backend backend() const { return m_backend; }
+  cudaStream_t stream() const { return m_stream; }
+
+  // Validates the pipeline for this input shape and (re)allocates slots whose shape changed.
+  // Throws Error(Usage) for a bad stage/variant/block/parameter, Error(Data) for an input the
+  // first stage cannot take.
+  void configure(const PipelineConfig& pipeline, const ImageDesc& input);
+  const std::vector<ResolvedStage>& stages() const { return m_stages; }
+  // Every slot in pipeline order, "input" first.
+  std::vector<SlotInfo> slots() const;
+
+  void set_input(const HostImage& img);
+
+  // Runs every stage, waits, and fills launches() with timed records.
+  void run();
+  // Runs one stage, with `cfg` in place of its configuration when given (sweeps), and waits.
+  void run_stage(size_t i, const ResolvedStage* cfg = nullptr);
+  // Enqueue without waiting; collect() waits for the stream and reads the event times.
+  void enqueue_stage(size_t i, const ResolvedStage* cfg = nullptr);
+  void collect();
+
+  // Records of the launches since the last clear (run() clears first).
+  const std::vector<LaunchRecord>& launches() const { return m_launches; }
+  void clear_launches() { m_launches.clear(); }
+  // GPU time (sum of its launches) or CPU wall time of each stage in the last run.
+  const std::vector<double>& stage_ms() const { return m_stage_ms; }
+  // GPU time from the first launch's start to the last launch's end (gaps included).
+  double frame_ms() const { return m_frame_ms; }
+
+  HostImage read_slot(const std::string& name) const;
+  void write_slot(const std::string& name, const HostImage& img);
+  // Fills a stage's outputs with 0xFF bytes (NaN floats): unwritten pixels then fail the diff.
+  void poison_outputs(size_t stage);
+
+  // The CPU reference of stage i on the current contents of its input slots.
+  std::vector<HostImage> reference(size_t i) const;
+  // Stage i's outputs against `ref` with the tolerance of `math`.
+  DiffStats compare(size_t i, const std::vector<HostImage>& ref, MathMode math) const;
+
+  // Bytes a stage must move at the least: each input read once, each output written once.
+  double stage_bytes(size_t i) const;
+
+ private:
+  class Context;
+  struct Slot {
+    ImageDesc desc;
+    DeviceImage dev;
+    HostImage host;
+    ImageRef ref() const { return dev.data() ? dev.ref() : host.ref(); }
+  };
+  struct StageState {
+    std::vector<DeviceBuffer> scratch;
+    DeviceBuffer persistent;
+    uint64_t persistent_key = 0;
+    bool persistent_valid = false;
+  };
+  struct FuncInfo {
+    KernelAttrs attrs;
+    std::map<std::pair<int, size_t>, int> blocks_per_sm;  // by (threads, dynamic smem)
+  };
+
+  StageArgs args_for(size_t i, const ResolvedStage& cfg) const;
+  const FuncInfo& func_info(const void* func);
+  void fill_occupancy(LaunchRecord& r);
+
+  Backend m_backend;
+  cudaStream_t m_stream = nullptr;
+  std::vector<ResolvedStage> m_stages;
+  std::map<std::string, Slot> m_slots;
+  std::vector<std::string> m_slot_order;
+  std::vector<StageState> m_state;
+  std::vector<LaunchRecord> m_launches;
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> m_events;
+  std::vector<double> m_stage_ms;
+  double m_frame_ms = 0;
+  std::map<const void*, FuncInfo> m_funcs;
+};
+
+}  // namespace lab

@@ -1,0 +1,197 @@
+// harris: the Harris corner response from grad_x and grad_y.
+//
+//   M = sum over the 3x3 window (border replicate) of [gx^2, gx gy; gx gy, gy^2]
+//   R = det(M) - k trace(M)^2 = a c - b^2 - k (a + c)^2
+// The window sums are the unnormalised 3x3 box filter of the products, rows then columns, as
+// OpenCV's boxFilter(normalize=false, BORDER_REPLICATE) computes them.
+//
+// Variants:
+//   v1_direct        each thread reads its 3x3 windows of gx and gy through __ldg and forms the
+//                    products itself: 18 loads and 27 multiplies per pixel, no shared memory.
+//   v2_smem_products the block stages gx and gy with a 1-pixel apron, forms each product once
+//                    per tile pixel in shared memory, then box-sums rows and columns there.
+//
+// Bench: kernel-lab bench --stage harris --sweep-variants --size 3840x2160
+#include <vector>
+
+#include "common.h"
+#include "launch.cuh"
+
+namespace lab::ops {
+
+struct HarrisParams {
+  float k = 0.04f;
+  template <class V>
+  void visit(V& v) {
+    v("k", k, 0.0, 0.25, "Harris sensitivity k in R = det(M) - k trace(M)^2");
+  }
+};
+
+inline std::vector<ImageDesc> harris_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
+  const ImageDesc d = require_f32_plane("harris", in[0]);
+  if (in[1] != d)
+    throw Error(ErrorKind::Data, "harris: grad_x and grad_y differ: " + d.str() + " vs " + in[1].str());
+  return {d};
+}
+
+LAB_HD float harris_response(float a, float b, float c, float k) {
+  return a * c - b * b - k * (a + c) * (a + c);
+}
+
+inline void harris_reference(const StageArgs& args) {
+  const auto gx = args.in[0].view<const float>(), gy = args.in[1].view<const float>();
+  const auto dst = args.out[0].view<float>();
+  const float k = decode_params<HarrisParams>(args.params).k;
+  const int w = gx.width, h = gx.height;
+  // Products, then the row sums of the box filter, then the column sums.
+  std::vector<float> p[3], rs[3];
+  for (auto& v : p) v.resize(size_t(w) * h);
+  for (auto& v : rs) v.resize(size_t(w) * h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const float dx = gx.at(x, y), dy = gy.at(x, y);
+      const size_t i = size_t(y) * w + x;
+      p[0][i] = dx * dx, p[1][i] = dx * dy, p[2][i] = dy * dy;
+    }
+  for (int q = 0; q < 3; ++q)
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const float* r = &p[q][size_t(y) * w];
+        rs[q][size_t(y) * w + x] = r[clamp_idx(x - 1, w)] + r[x] + r[clamp_idx(x + 1, w)];
+      }
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      float m[3];
+      for (int q = 0; q < 3; ++q)
+        m[q] = rs[q][size_t(clamp_idx(y - 1, h)) * w + x] + rs[q][size_t(y) * w + x] +
+               rs[q][size_t(clamp_idx(y + 1, h)) * w + x];
+      dst.at(x, y) = harris_response(m[0], m[1], m[2], k);
+    }
+}
+
+}  // namespace lab::ops
+
+namespace lab::ops::LAB_MATH_NS {
+
+// ---- kernels ---------------------------------------------------------------------------------
+
+__global__ void harris_v1_direct_kernel(ImageView<const float> gx, ImageView<const float> gy,
+                                        ImageView<float> dst, float k) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= dst.width || y >= dst.height) return;
+  float a = 0.0f, b = 0.0f, c = 0.0f;
+#pragma unroll
+  for (int r = -1; r <= 1; ++r) {
+    const int yy = clampi(y + r, 0, dst.height - 1);
+    const float* rx = gx.row(yy);
+    const float* ry = gy.row(yy);
+    float ra = 0.0f, rb = 0.0f, rc = 0.0f;  // row sums first, as the box filter
+#pragma unroll
+    for (int d = -1; d <= 1; ++d) {
+      const int xx = clampi(x + d, 0, dst.width - 1);
+      const float dx = __ldg(rx + xx), dy = __ldg(ry + xx);
+      ra += dx * dx, rb += dx * dy, rc += dy * dy;
+    }
+    a += ra, b += rb, c += rc;
+  }
+  dst.at(x, y) = harris_response(a, b, c, k);
+}
+
+template <int BX, int BY>
+__global__ void __launch_bounds__(BX* BY)
+    harris_v2_smem_products_kernel(ImageView<const float> gx, ImageView<const float> gy,
+                                   ImageView<float> dst, float k) {
+  constexpr int TW = BX + 2, TH = BY + 2;
+  __shared__ float prod[3][TH][TW];
+  __shared__ float rows[3][TH][BX];
+  const int x0 = blockIdx.x * BX - 1, y0 = blockIdx.y * BY - 1;
+  const int tid = threadIdx.y * BX + threadIdx.x;
+  for (int i = tid; i < TW * TH; i += BX * BY) {
+    const int ty = i / TW, tx = i - ty * TW;
+    const int xx = clampi(x0 + tx, 0, dst.width - 1), yy = clampi(y0 + ty, 0, dst.height - 1);
+    const float dx = __ldg(&gx.at(xx, yy)), dy = __ldg(&gy.at(xx, yy));
+    prod[0][ty][tx] = dx * dx;
+    prod[1][ty][tx] = dx * dy;
+    prod[2][ty][tx] = dy * dy;
+  }
+  __syncthreads();
+  for (int i = tid; i < TH * BX; i += BX * BY) {
+    const int ty = i / BX, tx = i - ty * BX;
+#pragma unroll
+    for (int q = 0; q < 3; ++q)
+      rows[q][ty][tx] = prod[q][ty][tx] + prod[q][ty][tx + 1] + prod[q][ty][tx + 2];
+  }
+  __syncthreads();
+  const int x = blockIdx.x * BX + threadIdx.x, y = blockIdx.y * BY + threadIdx.y;
+  if (x >= dst.width || y >= dst.height) return;
+  float m[3];
+#pragma unroll
+  for (int q = 0; q < 3; ++q)
+    m[q] = rows[q][threadIdx.y][threadIdx.x] + rows[q][threadIdx.y + 1][threadIdx.x] +
+           rows[q][threadIdx.y + 2][threadIdx.x];
+  dst.at(x, y) = harris_response(m[0], m[1], m[2], k);
+}
+
+// ---- launchers -------------------------------------------------------------------------------
+
+static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
+  const auto dst = a.out[0].view<float>();
+  launch(ctx, "harris_v1_direct", harris_v1_direct_kernel, grid_2d(dst.width, dst.height, a.block),
+         dim3(a.block.x, a.block.y), 0, a.in[0].view<const float>(), a.in[1].view<const float>(),
+         dst, decode_params<HarrisParams>(a.params).k);
+}
+
+template <int BX, int BY>
+static void launch_v2_tile(LaunchContext& ctx, const StageArgs& a, const char* name) {
+  const auto dst = a.out[0].view<float>();
+  launch(ctx, name, harris_v2_smem_products_kernel<BX, BY>,
+         grid_2d(dst.width, dst.height, {BX, BY}), dim3(BX, BY), 0, a.in[0].view<const float>(),
+         a.in[1].view<const float>(), dst, decode_params<HarrisParams>(a.params).k);
+}
+
+static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
+  const Block b = a.block;
+  if (b == Block{32, 8}) return launch_v2_tile<32, 8>(ctx, a, "harris_v2_smem_products<32,8>");
+  if (b == Block{32, 4}) return launch_v2_tile<32, 4>(ctx, a, "harris_v2_smem_products<32,4>");
+  if (b == Block{16, 16}) return launch_v2_tile<16, 16>(ctx, a, "harris_v2_smem_products<16,16>");
+  if (b == Block{64, 4}) return launch_v2_tile<64, 4>(ctx, a, "harris_v2_smem_products<64,4>");
+  if (b == Block{32, 16}) return launch_v2_tile<32, 16>(ctx, a, "harris_v2_smem_products<32,16>");
+  throw Error(ErrorKind::Usage, "harris v2_smem_products: no instantiation for block " + b.str());
+}
+
+static size_t v2_smem(Block b) {
+  return sizeof(float) * 3 * (size_t(b.y + 2) * (b.x + 2) + size_t(b.y + 2) * b.x);
+}
+
+// ---- variant table ---------------------------------------------------------------------------
+
+OpDef harris_op() {
+  const std::vector<Block> any = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}, {128, 2}, {32, 32}};
+  const std::vector<Block> tiles = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}};
+  OpDef op;
+  op.name = "harris";
+  op.summary = "Harris response det(M) - k trace(M)^2 over 3x3 windows of gradient products";
+  op.inputs = {"grad_x", "grad_y"};
+  op.outputs = {"harris"};
+  op.params = param_specs<HarrisParams>();
+  op.shape = harris_shape;
+  op.reference = harris_reference;
+  // a c and b^2 (each up to (9 max g^2)^2) are rounded before they cancel; the error is a few
+  // ulp of those products, which max|R| bounds from below on any image with corners. The spec
+  // states the bound relative to max|R|.
+  op.tol_precise = {1e-12, 1e-5};
+  op.tol_fast = {1e-12, 1e-5};
+  op.tol_why =
+      "det and trace^2 cancel: error of a few ulp of a*c, reported relative to max|R| (the "
+      "spec's 1e-5); fast math only flushes denormals";
+  op.variants = {
+      {"v1_direct", "3x3 windows of gx and gy through __ldg, products formed per tap", any,
+       {32, 8}, launch_v1, nullptr},
+      {"v2_smem_products", "gx, gy staged once; each product formed once per tile pixel in smem",
+       tiles, {32, 8}, launch_v2, v2_smem},
+  };
+  return op;
+}
+
+}  // namespace lab::ops::LAB_MATH_NS

@@ -1,0 +1,183 @@
+// sobel: the 3x3 Sobel derivatives of `blur` into `grad_x` and `grad_y`, unscaled, border
+// replicate: gx = [-1 0 1; -2 0 2; -1 0 1] * I, gy = its transpose * I (OpenCV's
+// Sobel(CV_32F, ksize 3, BORDER_REPLICATE), computed in its separable order: the row filter,
+// then the column filter).
+//
+// Variants:
+//   v1_unfused     one kernel per derivative: two launches, the input read twice.
+//   v2_fused_ldg   both derivatives from one 3x3 window read through __ldg (the read-only cache
+//                  serves the neighbours' overlap): one read, two writes, one launch.
+//   v3_smem_tile   the tile plus a 1-pixel apron staged in shared memory, then both derivatives.
+//
+// Bench: kernel-lab bench --stage sobel --sweep-variants --size 3840x2160
+#include <vector>
+
+#include "common.h"
+#include "launch.cuh"
+
+namespace lab::ops {
+
+struct SobelParams {
+  template <class V>
+  void visit(V&) {}
+};
+
+inline std::vector<ImageDesc> sobel_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
+  const ImageDesc d = require_f32_plane("sobel", in[0]);
+  return {d, d};
+}
+
+// a[r][c]: the 3x3 window, r and c in 0..2 for offsets -1..1.
+LAB_HD float sobel_gx(const float a[3][3]) {
+  const float d0 = a[0][2] - a[0][0], d1 = a[1][2] - a[1][0], d2 = a[2][2] - a[2][0];
+  return d0 + 2.0f * d1 + d2;
+}
+LAB_HD float sobel_gy(const float a[3][3]) {
+  const float s0 = a[0][0] + 2.0f * a[0][1] + a[0][2];
+  const float s2 = a[2][0] + 2.0f * a[2][1] + a[2][2];
+  return s2 - s0;
+}
+
+inline void sobel_reference(const StageArgs& a) {
+  const auto src = a.in[0].view<const float>();
+  const auto gx = a.out[0].view<float>(), gy = a.out[1].view<float>();
+  for (int y = 0; y < src.height; ++y)
+    for (int x = 0; x < src.width; ++x) {
+      float w[3][3];
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c)
+          w[r][c] = src.at(clamp_idx(x + c - 1, src.width), clamp_idx(y + r - 1, src.height));
+      gx.at(x, y) = sobel_gx(w);
+      gy.at(x, y) = sobel_gy(w);
+    }
+}
+
+}  // namespace lab::ops
+
+namespace lab::ops::LAB_MATH_NS {
+
+// ---- kernels ---------------------------------------------------------------------------------
+
+__device__ __forceinline__ void load_window(const ImageView<const float>& src, int x, int y,
+                                            float w[3][3]) {
+#pragma unroll
+  for (int r = 0; r < 3; ++r) {
+    const float* row = src.row(clampi(y + r - 1, 0, src.height - 1));
+#pragma unroll
+    for (int c = 0; c < 3; ++c) w[r][c] = __ldg(row + clampi(x + c - 1, 0, src.width - 1));
+  }
+}
+
+template <bool DX>
+__global__ void sobel_v1_unfused_kernel(ImageView<const float> src, ImageView<float> dst) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= src.width || y >= src.height) return;
+  float w[3][3];
+  load_window(src, x, y, w);
+  dst.at(x, y) = DX ? sobel_gx(w) : sobel_gy(w);
+}
+
+__global__ void sobel_v2_fused_ldg_kernel(ImageView<const float> src, ImageView<float> gx,
+                                          ImageView<float> gy) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= src.width || y >= src.height) return;
+  float w[3][3];
+  load_window(src, x, y, w);
+  gx.at(x, y) = sobel_gx(w);
+  gy.at(x, y) = sobel_gy(w);
+}
+
+template <int BX, int BY>
+__global__ void __launch_bounds__(BX* BY)
+    sobel_v3_smem_tile_kernel(ImageView<const float> src, ImageView<float> gx, ImageView<float> gy) {
+  constexpr int TW = BX + 2, TH = BY + 2;
+  __shared__ float tile[TH][TW];
+  const int x0 = blockIdx.x * BX - 1, y0 = blockIdx.y * BY - 1;
+  for (int i = threadIdx.y * BX + threadIdx.x; i < TW * TH; i += BX * BY) {
+    const int ty = i / TW, tx = i - ty * TW;
+    tile[ty][tx] = __ldg(&src.at(clampi(x0 + tx, 0, src.width - 1), clampi(y0 + ty, 0, src.height - 1)));
+  }
+  __syncthreads();
+  const int x = blockIdx.x * BX + threadIdx.x, y = blockIdx.y * BY + threadIdx.y;
+  if (x >= src.width || y >= src.height) return;
+  float w[3][3];
+#pragma unroll
+  for (int r = 0; r < 3; ++r)
+#pragma unroll
+    for (int c = 0; c < 3; ++c) w[r][c] = tile[threadIdx.y + r][threadIdx.x + c];
+  gx.at(x, y) = sobel_gx(w);
+  gy.at(x, y) = sobel_gy(w);
+}
+
+// ---- launchers -------------------------------------------------------------------------------
+
+static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
+  const auto src = a.in[0].view<const float>();
+  const dim3 grid = grid_2d(src.width, src.height, a.block), block(a.block.x, a.block.y);
+  launch(ctx, "sobel_v1_dx", sobel_v1_unfused_kernel<true>, grid, block, 0, src,
+         a.out[0].view<float>());
+  launch(ctx, "sobel_v1_dy", sobel_v1_unfused_kernel<false>, grid, block, 0, src,
+         a.out[1].view<float>());
+}
+
+static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
+  const auto src = a.in[0].view<const float>();
+  launch(ctx, "sobel_v2_fused_ldg", sobel_v2_fused_ldg_kernel,
+         grid_2d(src.width, src.height, a.block), dim3(a.block.x, a.block.y), 0, src,
+         a.out[0].view<float>(), a.out[1].view<float>());
+}
+
+template <int BX, int BY>
+static void launch_v3_tile(LaunchContext& ctx, const StageArgs& a, const char* name) {
+  const auto src = a.in[0].view<const float>();
+  launch(ctx, name, sobel_v3_smem_tile_kernel<BX, BY>, grid_2d(src.width, src.height, {BX, BY}),
+         dim3(BX, BY), 0, src, a.out[0].view<float>(), a.out[1].view<float>());
+}
+
+static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
+  const Block b = a.block;
+  if (b == Block{32, 8}) return launch_v3_tile<32, 8>(ctx, a, "sobel_v3_smem_tile<32,8>");
+  if (b == Block{32, 4}) return launch_v3_tile<32, 4>(ctx, a, "sobel_v3_smem_tile<32,4>");
+  if (b == Block{16, 16}) return launch_v3_tile<16, 16>(ctx, a, "sobel_v3_smem_tile<16,16>");
+  if (b == Block{64, 4}) return launch_v3_tile<64, 4>(ctx, a, "sobel_v3_smem_tile<64,4>");
+  if (b == Block{32, 16}) return launch_v3_tile<32, 16>(ctx, a, "sobel_v3_smem_tile<32,16>");
+  throw Error(ErrorKind::Usage, "sobel v3_smem_tile: no instantiation for block " + b.str());
+}
+
+static size_t v3_smem(Block b) { return sizeof(float) * size_t(b.x + 2) * size_t(b.y + 2); }
+
+// ---- variant table ---------------------------------------------------------------------------
+
+OpDef sobel_op() {
+  const std::vector<Block> any = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}, {128, 2}, {32, 32}};
+  const std::vector<Block> tiles = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}};
+  OpDef op;
+  op.name = "sobel";
+  op.summary = "3x3 Sobel derivatives of blur, unscaled, border replicate";
+  op.inputs = {"blur"};
+  op.outputs = {"grad_x", "grad_y"};
+  op.params = param_specs<SobelParams>();
+  op.shape = sobel_shape;
+  op.reference = sobel_reference;
+  // Sums of 6 terms of magnitude <= 2 max|x|: at most ~8 roundings of values <= 4 max|x|.
+  // The bound scales with the input, not the output (smooth regions cancel), so it is
+  // expressed on the input range: inputs are in [0,1] in this pipeline.
+  op.tol_precise = {4e-6, 0};
+  op.tol_fast = {4e-6, 0};
+  op.tol_why =
+      "6-term sums of inputs in [0,1]: <= ~8 roundings of values <= 4 (1e-6); same order as the "
+      "reference, FMA contraction aside; fast math only flushes denormals";
+  op.variants = {
+      {"v1_unfused", "one kernel per derivative: two launches, the input read twice", any,
+       {32, 8}, launch_v1, nullptr},
+      {"v2_fused_ldg", "one 3x3 window through __ldg feeds both outputs: one read, two writes",
+       any, {32, 8}, launch_v2, nullptr},
+      {"v3_smem_tile", "tile + 1px apron staged in shared memory, then both derivatives", tiles,
+       {32, 8}, launch_v3, v3_smem},
+  };
+  return op;
+}
+
+}  // namespace lab::ops::LAB_MATH_NS
