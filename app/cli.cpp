@@ -62,8 +62,9 @@ int run_cli(int argc, char** argv) {
   CommonOptions check_c;
   CheckOptions check_o;
   auto* check = app.add_subcommand(
-      "check", "Run every stage x variant x allowed block x math mode against the CPU reference; "
-               "exit 0 only if all are within tolerance");
+      "check",
+      "Run every stage x variant x allowed block x math mode against the CPU reference; "
+      "exit 0 only if all are within tolerance");
   add_common(check, check_c);
   check->add_option("--stage", check_o.stages, "only these stages (repeatable)");
   check->add_flag("--quick", check_o.quick, "each variant's default block only");
@@ -71,12 +72,17 @@ int run_cli(int argc, char** argv) {
   CommonOptions bench_c;
   BenchOptions bench_o;
   auto* bench = app.add_subcommand(
-      "bench", "Time every launch (median of many runs after warm-up), GB/s against the device "
-               "copy bandwidth measured in the same run, registers, occupancy and limiter");
+      "bench",
+      "Time every launch (median of many runs after warm-up), GB/s against the device "
+      "copy bandwidth measured in the same run, registers, occupancy and limiter");
   add_common(bench, bench_c);
   bench->add_option("--stage", bench_o.stages, "only these stages (repeatable)");
-  bench->add_option("--warmup", bench_o.warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 100000));
-  bench->add_option("--reps", bench_o.reps, "timed runs")->capture_default_str()->check(CLI::Range(1, 100000));
+  bench->add_option("--warmup", bench_o.warmup, "untimed runs first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  bench->add_option("--reps", bench_o.reps, "timed runs")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   bench->add_flag("--sweep-blocks", bench_o.sweep_blocks, "every allowed block of each variant");
   bench->add_flag("--sweep-variants", bench_o.sweep_variants, "every variant of each stage");
   bench->add_flag("--sweep-math", bench_o.sweep_math, "both precise and fast math");

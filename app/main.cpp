@@ -1,4 +1,6 @@
 // kernel-lab: one executable; subcommands share the headless engine in kernels/.
 #include "app/cli.h"
 
-int main(int argc, char** argv) { return lab::app::run_cli(argc, argv); }
+int main(int argc, char** argv) {
+  return lab::app::run_cli(argc, argv);
+}

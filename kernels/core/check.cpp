@@ -6,13 +6,20 @@ namespace lab {
 
 int exit_code(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::Usage: return 64;
-    case ErrorKind::Data: return 65;
-    case ErrorKind::NoInput: return 66;
-    case ErrorKind::Unavailable: return 69;
-    case ErrorKind::Internal: return 70;
-    case ErrorKind::CantCreate: return 73;
-    case ErrorKind::Io: return 74;
+    case ErrorKind::Usage:
+      return 64;
+    case ErrorKind::Data:
+      return 65;
+    case ErrorKind::NoInput:
+      return 66;
+    case ErrorKind::Unavailable:
+      return 69;
+    case ErrorKind::Internal:
+      return 70;
+    case ErrorKind::CantCreate:
+      return 73;
+    case ErrorKind::Io:
+      return 74;
   }
   return 70;
 }

@@ -50,9 +50,8 @@ class CudaError : public Error {
 
 }  // namespace lab
 
-#define LAB_CUDA_CHECK(expr)                                                 \
-  do {                                                                       \
-    const int lab_check_code_ = static_cast<int>(expr);                      \
-    if (lab_check_code_ != 0)                                                \
-      ::lab::throw_cuda_error(lab_check_code_, #expr, __FILE__, __LINE__);   \
+#define LAB_CUDA_CHECK(expr)                                                                       \
+  do {                                                                                             \
+    const int lab_check_code_ = static_cast<int>(expr);                                            \
+    if (lab_check_code_ != 0) ::lab::throw_cuda_error(lab_check_code_, #expr, __FILE__, __LINE__); \
   } while (0)

@@ -27,7 +27,8 @@ DiffStats diff_images(const HostImage& got, const HostImage& ref, const Toleranc
   DiffStats s;
   for (int y = 0; y < d.height; ++y)
     for (int x = 0; x < d.width; ++x)
-      for (int c = 0; c < d.channels; ++c) s.ref_max_abs = std::max(s.ref_max_abs, std::abs(at(ref, x, y, c)));
+      for (int c = 0; c < d.channels; ++c)
+        s.ref_max_abs = std::max(s.ref_max_abs, std::abs(at(ref, x, y, c)));
   s.limit = tol.limit(s.ref_max_abs);
   double sum_abs = 0, sum_sq = 0;
   for (int y = 0; y < d.height; ++y)
@@ -38,7 +39,8 @@ DiffStats diff_images(const HostImage& got, const HostImage& ref, const Toleranc
         ++s.count;
         if (!std::isfinite(g)) ++s.nans;
         if (!(e <= s.limit)) {  // NaN fails too
-          if (s.over++ == 0) s.bad_slot = slot, s.bad_x = x, s.bad_y = y, s.bad_c = c, s.bad_got = g, s.bad_ref = r;
+          if (s.over++ == 0)
+            s.bad_slot = slot, s.bad_x = x, s.bad_y = y, s.bad_c = c, s.bad_got = g, s.bad_ref = r;
         }
         if (std::isfinite(e)) {
           s.max_abs = std::max(s.max_abs, e);
@@ -51,8 +53,9 @@ DiffStats diff_images(const HostImage& got, const HostImage& ref, const Toleranc
   s.mean_abs = s.count ? sum_abs / double(s.count) : 0;
   const double mse = s.count ? sum_sq / double(s.count) : 0;
   const double peak = s.ref_max_abs > 0 ? s.ref_max_abs : 1.0;
-  s.psnr = s.nans ? 0 : (mse > 0 ? 10.0 * std::log10(peak * peak / mse)
-                                  : std::numeric_limits<double>::infinity());
+  s.psnr = s.nans ? 0
+                  : (mse > 0 ? 10.0 * std::log10(peak * peak / mse)
+                             : std::numeric_limits<double>::infinity());
   return s;
 }
 
@@ -80,8 +83,9 @@ void merge_diff(DiffStats& into, const DiffStats& o) {
   into.nans += o.nans;
   into.count = n;
   const double peak = into.ref_max_abs > 0 ? into.ref_max_abs : 1.0;
-  into.psnr = into.nans ? 0 : (mse > 0 ? 10.0 * std::log10(peak * peak / mse)
-                                        : std::numeric_limits<double>::infinity());
+  into.psnr = into.nans ? 0
+                        : (mse > 0 ? 10.0 * std::log10(peak * peak / mse)
+                                   : std::numeric_limits<double>::infinity());
 }
 
 }  // namespace lab

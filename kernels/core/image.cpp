@@ -9,7 +9,9 @@
 
 namespace lab {
 
-const char* pixel_type_name(PixelType t) { return t == PixelType::U8 ? "u8" : "f32"; }
+const char* pixel_type_name(PixelType t) {
+  return t == PixelType::U8 ? "u8" : "f32";
+}
 
 std::string ImageDesc::str() const {
   return std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(channels) +

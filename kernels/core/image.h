@@ -22,7 +22,9 @@ namespace lab {
 
 enum class PixelType : uint8_t { U8, F32 };
 
-inline size_t pixel_type_bytes(PixelType t) { return t == PixelType::U8 ? 1 : 4; }
+inline size_t pixel_type_bytes(PixelType t) {
+  return t == PixelType::U8 ? 1 : 4;
+}
 const char* pixel_type_name(PixelType t);
 
 struct ImageDesc {

@@ -23,6 +23,8 @@ inline dim3 grid_2d(int w, int h, Block block) {
   return dim3(unsigned((w + block.x - 1) / block.x), unsigned((h + block.y - 1) / block.y));
 }
 
-__device__ __forceinline__ int clampi(int v, int lo, int hi) { return min(max(v, lo), hi); }
+__device__ __forceinline__ int clampi(int v, int lo, int hi) {
+  return min(max(v, lo), hi);
+}
 
 }  // namespace lab

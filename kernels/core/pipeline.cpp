@@ -29,7 +29,9 @@ std::optional<MathMode> parse_math(const std::string& s) {
 
 }  // namespace
 
-const char* math_name(MathMode m) { return m == MathMode::Fast ? "fast" : "precise"; }
+const char* math_name(MathMode m) {
+  return m == MathMode::Fast ? "fast" : "precise";
+}
 
 std::string ResolvedStage::label() const {
   return op->def.name + "/" + variant_def().name + " " + block.str() + " " + math_name(math);
@@ -37,7 +39,8 @@ std::string ResolvedStage::label() const {
 
 PipelineConfig default_pipeline() {
   PipelineConfig p;
-  for (const Op& op : registry()) p.stages.push_back({op.def.name, "", std::nullopt, MathMode::Precise, {}});
+  for (const Op& op : registry())
+    p.stages.push_back({op.def.name, "", std::nullopt, MathMode::Precise, {}});
   return p;
 }
 
@@ -120,6 +123,9 @@ void apply_math(PipelineConfig& p, const std::string& spec) {
     for (auto& s : p.stages) s.math = *m;
     return;
   }
+  if (spec.find('=') == std::string::npos)
+    throw Error(ErrorKind::Usage,
+                "unknown math mode '" + spec + "' (precise or fast, or STAGE=MODE)");
   const auto [stage, mode] = split_eq(spec, "precise, fast, or STAGE=precise|fast");
   const auto m = parse_math(mode);
   if (!m) throw Error(ErrorKind::Usage, "unknown math mode '" + mode + "' (precise or fast)");
@@ -133,7 +139,8 @@ void apply_param(PipelineConfig& p, const std::string& spec) {
     throw Error(ErrorKind::Usage, "malformed '" + spec + "': expected STAGE.NAME=VALUE");
   char* end = nullptr;
   const double v = std::strtod(value.c_str(), &end);
-  if (*end != '\0') throw Error(ErrorKind::Usage, "parameter value '" + value + "' is not a number");
+  if (*end != '\0')
+    throw Error(ErrorKind::Usage, "parameter value '" + value + "' is not a number");
   StageConfig& s = stage_named(p, key.substr(0, dot));
   const std::string name = key.substr(dot + 1);
   ParamMap one{{name, v}};
@@ -143,7 +150,8 @@ void apply_param(PipelineConfig& p, const std::string& spec) {
 
 void apply_size(PipelineConfig& p, const std::string& wxh) {
   const auto b = parse_wxh(wxh);
-  if (!b) throw Error(ErrorKind::Usage, "malformed size '" + wxh + "': expected WxH, e.g. 1280x736");
+  if (!b)
+    throw Error(ErrorKind::Usage, "malformed size '" + wxh + "': expected WxH, e.g. 1280x736");
   apply_param(p, "letterbox.width=" + std::to_string(b->x));
   apply_param(p, "letterbox.height=" + std::to_string(b->y));
 }

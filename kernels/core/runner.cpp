@@ -2,9 +2,13 @@
 
 #include <chrono>
 
+#include "delay.h"
+
 namespace lab {
 
-const char* backend_name(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"; }
+const char* backend_name(Backend b) {
+  return b == Backend::Cuda ? "cuda" : "cpu";
+}
 
 // The LaunchContext a stage's launcher sees: the runner's stream, the stage's scratch memory,
 // and the bracketing of every launch.
@@ -136,7 +140,9 @@ std::vector<SlotInfo> Runner::slots() const {
   return out;
 }
 
-void Runner::set_input(const HostImage& img) { write_slot("input", img); }
+void Runner::set_input(const HostImage& img) {
+  write_slot("input", img);
+}
 
 StageArgs Runner::args_for(size_t i, const ResolvedStage& cfg) const {
   StageArgs a;
@@ -151,12 +157,14 @@ StageArgs Runner::args_for(size_t i, const ResolvedStage& cfg) const {
 void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
   const ResolvedStage& s = cfg ? *cfg : m_stages.at(i);
   if (s.op != m_stages.at(i).op)
-    throw Error(ErrorKind::Internal, "run_stage: stage " + std::to_string(i) + " is not " + s.op->def.name);
+    throw Error(ErrorKind::Internal,
+                "run_stage: stage " + std::to_string(i) + " is not " + s.op->def.name);
   const StageArgs args = args_for(i, s);
   if (m_backend == Backend::Cpu) {
     const auto t0 = std::chrono::steady_clock::now();
     s.op->def.reference(args);
-    m_stage_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    m_stage_ms[i] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     m_frame_ms = 0;
     for (double ms : m_stage_ms) m_frame_ms += ms;
     return;
@@ -178,7 +186,8 @@ void Runner::collect() {
   m_frame_ms = 0;
   if (!m_launches.empty()) {
     float ms = 0;
-    LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_events[0].first, m_events[m_launches.size() - 1].second));
+    LAB_CUDA_CHECK(
+        cudaEventElapsedTime(&ms, m_events[0].first, m_events[m_launches.size() - 1].second));
     m_frame_ms = ms;
   }
 }
@@ -186,6 +195,17 @@ void Runner::collect() {
 void Runner::run() {
   m_launches.clear();
   for (size_t i = 0; i < m_stages.size(); ++i) enqueue_stage(i);
+  collect();
+}
+
+void Runner::run_queued(double queue_ahead_us, size_t stage, const ResolvedStage* cfg) {
+  m_launches.clear();
+  if (m_backend == Backend::Cuda) enqueue_delay(m_stream, queue_ahead_us);
+  if (stage == SIZE_MAX) {
+    for (size_t i = 0; i < m_stages.size(); ++i) enqueue_stage(i);
+  } else {
+    enqueue_stage(stage, cfg);
+  }
   collect();
 }
 
@@ -201,7 +221,8 @@ const Runner::FuncInfo& Runner::func_info(const void* func) {
   cudaFuncAttributes a{};
   LAB_CUDA_CHECK(cudaFuncGetAttributes(&a, func));
   FuncInfo fi;
-  fi.attrs = {a.numRegs, a.sharedSizeBytes, a.localSizeBytes, a.maxThreadsPerBlock, a.binaryVersion};
+  fi.attrs = {a.numRegs, a.sharedSizeBytes, a.localSizeBytes, a.maxThreadsPerBlock,
+              a.binaryVersion};
   return m_funcs.emplace(func, fi).first->second;
 }
 
@@ -212,13 +233,15 @@ void Runner::fill_occupancy(LaunchRecord& r) {
   auto it = fi.blocks_per_sm.find(key);
   if (it == fi.blocks_per_sm.end()) {
     int n = 0;
-    LAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, r.func, r.threads(), r.dyn_smem));
+    LAB_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, r.func, r.threads(), r.dyn_smem));
     it = fi.blocks_per_sm.emplace(key, n).first;
   }
   r.blocks_per_sm = it->second;
   const KernelResources res{r.threads(), r.attrs.regs, r.attrs.static_smem, r.dyn_smem};
   const DeviceInfo& d = device_info();
-  if (const ArchLimits* arch = arch_limits(d.major, d.minor)) r.est = estimate_occupancy(*arch, res);
+  if (const ArchLimits* arch = arch_limits(d.major, d.minor))
+    r.est = estimate_occupancy(*arch, res);
   // Orin estimate with this GPU's register count: the sm_87 build of the same source can differ
   // by a few registers.
   if (const ArchLimits* orin = arch_limits(8, 7)) r.orin = estimate_occupancy(*orin, res);
@@ -236,7 +259,8 @@ void Runner::write_slot(const std::string& name, const HostImage& img) {
   if (it == m_slots.end()) throw Error(ErrorKind::Usage, "no slot named '" + name + "'");
   Slot& s = it->second;
   if (img.desc() != s.desc)
-    throw Error(ErrorKind::Internal, "slot " + name + " is " + s.desc.str() + ", given " + img.desc().str());
+    throw Error(ErrorKind::Internal,
+                "slot " + name + " is " + s.desc.str() + ", given " + img.desc().str());
   if (m_backend == Backend::Cuda)
     upload(img, s.dev, m_stream);
   else
@@ -278,8 +302,10 @@ DiffStats Runner::compare(size_t i, const std::vector<HostImage>& ref, MathMode 
 
 double Runner::stage_bytes(size_t i) const {
   double bytes = 0;
-  for (const auto& name : m_stages.at(i).op->def.inputs) bytes += double(m_slots.at(name).desc.bytes());
-  for (const auto& name : m_stages.at(i).op->def.outputs) bytes += double(m_slots.at(name).desc.bytes());
+  for (const auto& name : m_stages.at(i).op->def.inputs)
+    bytes += double(m_slots.at(name).desc.bytes());
+  for (const auto& name : m_stages.at(i).op->def.outputs)
+    bytes += double(m_slots.at(name).desc.bytes());
   return bytes;
 }
 

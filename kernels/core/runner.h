@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,9 +41,9 @@ struct LaunchRecord {
   size_t dyn_smem = 0;
   float ms = 0;  // GPU time between the event pair, filled by collect()
   KernelAttrs attrs;
-  int blocks_per_sm = 0;    // cudaOccupancyMaxActiveBlocksPerMultiprocessor
-  OccupancyEstimate est;    // our calculator on this GPU's limits (agrees with the line above)
-  OccupancyEstimate orin;   // our calculator on sm_87 (Jetson Orin) limits, same resources
+  int blocks_per_sm = 0;   // cudaOccupancyMaxActiveBlocksPerMultiprocessor
+  OccupancyEstimate est;   // our calculator on this GPU's limits (agrees with the line above)
+  OccupancyEstimate orin;  // our calculator on sm_87 (Jetson Orin) limits, same resources
   int threads() const { return int(block.x * block.y * block.z); }
 };
 
@@ -76,6 +77,11 @@ class Runner {
   // Runs one stage, with `cfg` in place of its configuration when given (sweeps), and waits.
   void run_stage(size_t i, const ResolvedStage* cfg = nullptr);
   // Enqueue without waiting; collect() waits for the stream and reads the event times.
+  // With queue_ahead, the stream is first held on the GPU for that many microseconds, so the
+  // launches queue behind it and their event pairs time the kernels, not the host's launch
+  // latency (what bench does).
+  void run_queued(double queue_ahead_us, size_t stage = SIZE_MAX,
+                  const ResolvedStage* cfg = nullptr);
   void enqueue_stage(size_t i, const ResolvedStage* cfg = nullptr);
   void collect();
 

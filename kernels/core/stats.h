@@ -16,6 +16,8 @@ inline double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
-inline double median(const std::vector<double>& v) { return percentile(v, 50); }
+inline double median(const std::vector<double>& v) {
+  return percentile(v, 50);
+}
 
 }  // namespace lab

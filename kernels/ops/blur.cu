@@ -10,6 +10,10 @@
 //                  extra float plane written and read back (two launches, +8 bytes/pixel).
 //   v3_smem_tile   the block stages its tile plus a 2-pixel apron in shared memory once, filters
 //                  rows then columns there: one global read and one write per pixel, one launch.
+//   v4_rows        each thread filters a column strip of 8 rows: 12 row passes kept in registers
+//                  feed 8 outputs. 60 independent loads per thread are in flight at once: on a
+//                  GPU with HBM, one load per thread cannot cover the memory latency (Little's
+//                  law), many can. No shared memory, no barriers.
 //
 // Bench: kernel-lab bench --stage blur --sweep-variants --sweep-blocks --size 3840x2160
 #include <vector>
@@ -28,8 +32,9 @@ constexpr int BLUR_R = 2;
 
 // getGaussianKernel(5, 1.0): exp(-(i-2)^2 / 2) normalised, in double, rounded to float.
 LAB_HD constexpr float gauss5(int i) {
-  return i == 2 ? 0.40261995792388916f
-                : (i == 1 || i == 3) ? 0.24420134723186493f : 0.054488684982061386f;
+  return i == 2               ? 0.40261995792388916f
+         : (i == 1 || i == 3) ? 0.24420134723186493f
+                              : 0.054488684982061386f;
 }
 
 inline std::vector<ImageDesc> blur_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
@@ -44,7 +49,8 @@ inline void blur_reference(const StageArgs& a) {
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       float s = 0;
-      for (int i = -BLUR_R; i <= BLUR_R; ++i) s += gauss5(i + BLUR_R) * src.at(clamp_idx(x + i, w), y);
+      for (int i = -BLUR_R; i <= BLUR_R; ++i)
+        s += gauss5(i + BLUR_R) * src.at(clamp_idx(x + i, w), y);
       rows[size_t(y) * w + x] = s;
     }
   for (int y = 0; y < h; ++y)
@@ -72,7 +78,8 @@ __global__ void blur_v1_naive_2d_kernel(ImageView<const float> src, ImageView<fl
     const float* r = src.row(clampi(y + j, 0, src.height - 1));
     float h = 0.0f;
 #pragma unroll
-    for (int i = -BLUR_R; i <= BLUR_R; ++i) h += gauss5(i + BLUR_R) * r[clampi(x + i, 0, src.width - 1)];
+    for (int i = -BLUR_R; i <= BLUR_R; ++i)
+      h += gauss5(i + BLUR_R) * r[clampi(x + i, 0, src.width - 1)];
     s += gauss5(j + BLUR_R) * h;
   }
   dst.at(x, y) = s;
@@ -85,7 +92,8 @@ __global__ void blur_v2_rows_kernel(ImageView<const float> src, ImageView<float>
   const float* r = src.row(y);
   float s = 0.0f;
 #pragma unroll
-  for (int i = -BLUR_R; i <= BLUR_R; ++i) s += gauss5(i + BLUR_R) * r[clampi(x + i, 0, src.width - 1)];
+  for (int i = -BLUR_R; i <= BLUR_R; ++i)
+    s += gauss5(i + BLUR_R) * r[clampi(x + i, 0, src.width - 1)];
   tmp.at(x, y) = s;
 }
 
@@ -95,7 +103,8 @@ __global__ void blur_v2_cols_kernel(ImageView<const float> tmp, ImageView<float>
   if (x >= dst.width || y >= dst.height) return;
   float s = 0.0f;
 #pragma unroll
-  for (int j = -BLUR_R; j <= BLUR_R; ++j) s += gauss5(j + BLUR_R) * tmp.at(x, clampi(y + j, 0, dst.height - 1));
+  for (int j = -BLUR_R; j <= BLUR_R; ++j)
+    s += gauss5(j + BLUR_R) * tmp.at(x, clampi(y + j, 0, dst.height - 1));
   dst.at(x, y) = s;
 }
 
@@ -112,7 +121,8 @@ __global__ void __launch_bounds__(BX* BY)
   // barriers: every thread must reach __syncthreads().
   for (int i = tid; i < TW * TH; i += BX * BY) {
     const int ty = i / TW, tx = i - ty * TW;
-    tile[ty][tx] = __ldg(&src.at(clampi(x0 + tx, 0, src.width - 1), clampi(y0 + ty, 0, src.height - 1)));
+    tile[ty][tx] =
+        __ldg(&src.at(clampi(x0 + tx, 0, src.width - 1), clampi(y0 + ty, 0, src.height - 1)));
   }
   __syncthreads();
   for (int i = tid; i < TH * BX; i += BX * BY) {
@@ -129,6 +139,34 @@ __global__ void __launch_bounds__(BX* BY)
 #pragma unroll
   for (int k = 0; k <= 2 * BLUR_R; ++k) s += gauss5(k) * rows[threadIdx.y + k][threadIdx.x];
   dst.at(x, y) = s;
+}
+
+constexpr int BLUR_ROWS = 8;
+
+__global__ void blur_v4_rows_kernel(ImageView<const float> src, ImageView<float> dst) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * BLUR_ROWS;
+  if (x >= dst.width || y0 >= dst.height) return;
+  int xs[5];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) xs[i] = clampi(x + i - BLUR_R, 0, src.width - 1);
+  float h[BLUR_ROWS + 2 * BLUR_R];
+#pragma unroll
+  for (int r = 0; r < BLUR_ROWS + 2 * BLUR_R; ++r) {
+    const float* row = src.row(clampi(y0 + r - BLUR_R, 0, src.height - 1));
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 5; ++i) s += gauss5(i) * __ldg(row + xs[i]);
+    h[r] = s;
+  }
+#pragma unroll
+  for (int r = 0; r < BLUR_ROWS; ++r) {
+    if (y0 + r >= dst.height) break;
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 5; ++k) s += gauss5(k) * h[r + k];
+    dst.at(x, y0 + r) = s;
+  }
 }
 
 // ---- launchers -------------------------------------------------------------------------------
@@ -173,6 +211,14 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
   throw Error(ErrorKind::Usage, "blur v3_smem_tile: no instantiation for block " + b.str());
 }
 
+static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
+  const auto src = a.in[0].view<const float>();
+  const auto dst = a.out[0].view<float>();
+  launch(ctx, "blur_v4_rows", blur_v4_rows_kernel,
+         grid_2d(dst.width, (dst.height + BLUR_ROWS - 1) / BLUR_ROWS, a.block),
+         dim3(a.block.x, a.block.y), 0, src, dst);
+}
+
 static size_t v3_smem(Block b) {
   return sizeof(float) * size_t(b.y + 2 * BLUR_R) * ((b.x + 2 * BLUR_R + 1) + b.x);
 }
@@ -180,7 +226,8 @@ static size_t v3_smem(Block b) {
 // ---- variant table ---------------------------------------------------------------------------
 
 OpDef blur_op() {
-  const std::vector<Block> any = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}, {128, 2}, {32, 32}};
+  const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
+                                  {32, 16}, {128, 2}, {32, 32}};
   const std::vector<Block> tiles = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}, {32, 32}};
   OpDef op;
   op.name = "blur";
@@ -199,12 +246,30 @@ OpDef blur_op() {
       "weights sum to 1: float summation error <= ~25 ulp of max|x|; fast math only flushes "
       "denormals";
   op.variants = {
-      {"v1_naive_2d", "each thread reads its 5x5 window from global memory (25 loads)", any,
-       {32, 8}, launch_v1, nullptr},
-      {"v2_separable", "row pass to scratch + column pass: 10 loads, extra plane round trip", any,
-       {32, 8}, launch_v2, nullptr},
-      {"v3_smem_tile", "tile + 2px apron staged in shared memory once; rows then columns there",
-       tiles, {32, 8}, launch_v3, v3_smem},
+      {"v1_naive_2d",
+       "each thread reads its 5x5 window from global memory (25 loads)",
+       any,
+       {32, 8},
+       launch_v1,
+       nullptr},
+      {"v2_separable",
+       "row pass to scratch + column pass: 10 loads, extra plane round trip",
+       any,
+       {32, 8},
+       launch_v2,
+       nullptr},
+      {"v3_smem_tile",
+       "tile + 2px apron staged in shared memory once; rows then columns there",
+       tiles,
+       {32, 8},
+       launch_v3,
+       v3_smem},
+      {"v4_rows",
+       "8 rows per thread from registers: 60 loads in flight per thread",
+       any,
+       {32, 4},
+       launch_v4,
+       nullptr},
   };
   return op;
 }

@@ -10,6 +10,8 @@
 //                    products itself: 18 loads and 27 multiplies per pixel, no shared memory.
 //   v2_smem_products the block stages gx and gy with a 1-pixel apron, forms each product once
 //                    per tile pixel in shared memory, then box-sums rows and columns there.
+//   v3_rows          each thread walks 8 rows of one column: the row sums of 10 rows, loaded
+//                    up front (60 independent loads), feed 8 responses.
 //
 // Bench: kernel-lab bench --stage harris --sweep-variants --size 3840x2160
 #include <vector>
@@ -30,7 +32,8 @@ struct HarrisParams {
 inline std::vector<ImageDesc> harris_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
   const ImageDesc d = require_f32_plane("harris", in[0]);
   if (in[1] != d)
-    throw Error(ErrorKind::Data, "harris: grad_x and grad_y differ: " + d.str() + " vs " + in[1].str());
+    throw Error(ErrorKind::Data,
+                "harris: grad_x and grad_y differ: " + d.str() + " vs " + in[1].str());
   return {d};
 }
 
@@ -133,6 +136,37 @@ __global__ void __launch_bounds__(BX* BY)
   dst.at(x, y) = harris_response(m[0], m[1], m[2], k);
 }
 
+constexpr int HARRIS_ROWS = 8;
+
+__global__ void harris_v3_rows_kernel(ImageView<const float> gx, ImageView<const float> gy,
+                                      ImageView<float> dst, float k) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * HARRIS_ROWS;
+  if (x >= dst.width || y0 >= dst.height) return;
+  const int xs[3] = {clampi(x - 1, 0, dst.width - 1), x, clampi(x + 1, 0, dst.width - 1)};
+  float ra[HARRIS_ROWS + 2], rb[HARRIS_ROWS + 2], rc[HARRIS_ROWS + 2];
+#pragma unroll
+  for (int r = 0; r < HARRIS_ROWS + 2; ++r) {
+    const int yy = clampi(y0 + r - 1, 0, dst.height - 1);
+    const float* px = gx.row(yy);
+    const float* py = gy.row(yy);
+    float a = 0.0f, b = 0.0f, c = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+      const float dx = __ldg(px + xs[i]), dy = __ldg(py + xs[i]);
+      a += dx * dx, b += dx * dy, c += dy * dy;
+    }
+    ra[r] = a, rb[r] = b, rc[r] = c;
+  }
+#pragma unroll
+  for (int r = 0; r < HARRIS_ROWS; ++r) {
+    if (y0 + r >= dst.height) break;
+    dst.at(x, y0 + r) =
+        harris_response(ra[r] + ra[r + 1] + ra[r + 2], rb[r] + rb[r + 1] + rb[r + 2],
+                        rc[r] + rc[r + 1] + rc[r + 2], k);
+  }
+}
+
 // ---- launchers -------------------------------------------------------------------------------
 
 static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
@@ -160,6 +194,14 @@ static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
   throw Error(ErrorKind::Usage, "harris v2_smem_products: no instantiation for block " + b.str());
 }
 
+static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
+  const auto dst = a.out[0].view<float>();
+  launch(ctx, "harris_v3_rows", harris_v3_rows_kernel,
+         grid_2d(dst.width, (dst.height + HARRIS_ROWS - 1) / HARRIS_ROWS, a.block),
+         dim3(a.block.x, a.block.y), 0, a.in[0].view<const float>(), a.in[1].view<const float>(),
+         dst, decode_params<HarrisParams>(a.params).k);
+}
+
 static size_t v2_smem(Block b) {
   return sizeof(float) * 3 * (size_t(b.y + 2) * (b.x + 2) + size_t(b.y + 2) * b.x);
 }
@@ -167,7 +209,8 @@ static size_t v2_smem(Block b) {
 // ---- variant table ---------------------------------------------------------------------------
 
 OpDef harris_op() {
-  const std::vector<Block> any = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}, {128, 2}, {32, 32}};
+  const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
+                                  {32, 16}, {128, 2}, {32, 32}};
   const std::vector<Block> tiles = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}};
   OpDef op;
   op.name = "harris";
@@ -186,10 +229,24 @@ OpDef harris_op() {
       "det and trace^2 cancel: error of a few ulp of a*c, reported relative to max|R| (the "
       "spec's 1e-5); fast math only flushes denormals";
   op.variants = {
-      {"v1_direct", "3x3 windows of gx and gy through __ldg, products formed per tap", any,
-       {32, 8}, launch_v1, nullptr},
-      {"v2_smem_products", "gx, gy staged once; each product formed once per tile pixel in smem",
-       tiles, {32, 8}, launch_v2, v2_smem},
+      {"v1_direct",
+       "3x3 windows of gx and gy through __ldg, products formed per tap",
+       any,
+       {32, 8},
+       launch_v1,
+       nullptr},
+      {"v2_smem_products",
+       "gx, gy staged once; each product formed once per tile pixel in smem",
+       tiles,
+       {32, 8},
+       launch_v2,
+       v2_smem},
+      {"v3_rows",
+       "8 rows per thread: 60 loads in flight feed 8 responses",
+       any,
+       {32, 4},
+       launch_v3,
+       nullptr},
   };
   return op;
 }

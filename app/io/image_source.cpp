@@ -1,0 +1,507 @@
+#include "app/io/image_source.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <system_error>
+#include <vector>
+
+#include <stb/stb_image.h>
+
+#if defined(LAB_WITH_OPENCV)
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#endif
+
+#include "check.h"
+
+namespace lab::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(ErrorKind kind, const std::string& path, const std::string& problem) {
+  throw Error(kind, path + ": " + problem);
+}
+
+// Throws Data if the image is empty or over the cap; shared by the header check and the
+// post-decode check.
+void check_size(const std::string& path, long long width, long long height,
+                const LoadOptions& opt) {
+  if (width <= 0 || height <= 0) {
+    fail(ErrorKind::Data, path,
+         "image has zero size (" + std::to_string(width) + "x" + std::to_string(height) + ")");
+  }
+  const unsigned long long pixels = (unsigned long long)width * (unsigned long long)height;
+  if (pixels > opt.max_pixels) {
+    fail(ErrorKind::Data, path,
+         "image is " + std::to_string(width) + "x" + std::to_string(height) + " (" +
+             std::to_string(pixels) + " pixels), over the cap of " +
+             std::to_string(opt.max_pixels) + " pixels; --max-pixels raises it");
+  }
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::not_found || path.empty()) {
+    fail(ErrorKind::NoInput, path, "no such file");
+  }
+  if (ec) fail(ErrorKind::Io, path, "cannot read: " + ec.message());
+  if (st.type() == fs::file_type::directory) {
+    fail(ErrorKind::NoInput, path, "is a directory, not an image file");
+  }
+
+  // stdio rather than iostreams: errno then reliably says why an open or read failed.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f)
+    fail(ErrorKind::Io, path, std::string("cannot open for reading: ") + std::strerror(errno));
+
+  std::vector<uint8_t> bytes;
+  if (st.type() == fs::file_type::regular) {
+    const auto size = fs::file_size(path, ec);
+    if (!ec) bytes.reserve(size_t(size));
+  }
+  // Read in chunks so pipes and files whose size changes still work.
+  uint8_t chunk[1 << 16];
+  for (;;) {
+    const size_t n = std::fread(chunk, 1, sizeof(chunk), f.get());
+    bytes.insert(bytes.end(), chunk, chunk + n);
+    if (n < sizeof(chunk)) break;
+  }
+  if (std::ferror(f.get())) {
+    fail(ErrorKind::Io, path, std::string("read failed: ") + std::strerror(errno));
+  }
+  if (bytes.empty()) fail(ErrorKind::Data, path, "empty file (0 bytes)");
+  return bytes;
+}
+
+#if defined(LAB_WITH_OPENCV)
+HostImage decode_with_opencv(const std::string& path, const std::vector<uint8_t>& bytes,
+                             int stb_comp) {
+  cv::Mat m;
+  try {
+    const cv::Mat buf(1, int(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
+    m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    fail(ErrorKind::Data, path, "not an image or corrupt (" + std::string(e.what()) + ")");
+  }
+  if (m.empty() || m.dims != 2) fail(ErrorKind::Data, path, "not an image or corrupt");
+
+  switch (m.depth()) {
+    case CV_8U:
+      break;
+    case CV_8S:
+      m.convertTo(m, CV_8U);
+      break;
+    case CV_16U:
+    case CV_16S:
+      m.convertTo(m, CV_8U, 1.0 / 257.0);  // 65535 -> 255, rounded
+      break;
+    case CV_32F:
+    case CV_64F:
+      m.convertTo(m, CV_8U, 255.0);  // [0,1] -> [0,255], saturated
+      break;
+    default:
+      fail(ErrorKind::Data, path, "unsupported pixel depth");
+  }
+
+  // OpenCV expands a gray+alpha PNG to BGRA; stb reports it as 2 components. Take the gray
+  // plane so both decoders give the same 1-channel image.
+  if (m.channels() == 2 || (m.channels() == 4 && stb_comp == 2)) {
+    cv::Mat gray;
+    cv::extractChannel(m, gray, 0);
+    m = gray;
+  }
+  const int channels = m.channels();
+  if (channels != 1 && channels != 3 && channels != 4) {
+    fail(ErrorKind::Data, path, "unsupported channel count " + std::to_string(channels));
+  }
+
+  HostImage out(ImageDesc{m.cols, m.rows, channels, PixelType::U8});
+  const size_t row = out.desc().row_bytes();
+  for (int y = 0; y < m.rows; ++y) std::memcpy(out.bytes() + size_t(y) * row, m.ptr(y), row);
+  return out;
+}
+#endif
+
+// --- synthetic scene -----------------------------------------------------------------------
+
+// splitmix64: tiny, well mixed, and the same on every platform (unlike std distributions).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform-ish integer in [lo, hi]; modulo bias is irrelevant for a test scene.
+  int range(int lo, int hi) {
+    if (hi <= lo) return lo;
+    return lo + int(next() % uint64_t(int64_t(hi) - lo + 1));
+  }
+  int sign() { return (next() >> 63) ? 1 : -1; }
+};
+
+// cos/sin of k*pi/32 for k = 0..15 in Q14; integer so rotated shapes are bit-exact everywhere.
+constexpr int kRot[16][2] = {
+    {16384, 0},    {16305, 1606},  {16069, 3196},  {15679, 4756},  {15137, 6270}, {14449, 7723},
+    {13623, 9102}, {12665, 10394}, {11585, 11585}, {10394, 12665}, {9102, 13623}, {7723, 14449},
+    {6270, 15137}, {4756, 15679},  {3196, 16069},  {1606, 16305},
+};
+
+void rotation(int k, int* c, int* s) {  // k in 0..31, angle k*pi/32
+  k &= 31;
+  if (k < 16) {
+    *c = kRot[k][0];
+    *s = kRot[k][1];
+  } else {  // rotate by a further 90 degrees
+    *c = -kRot[k - 16][1];
+    *s = kRot[k - 16][0];
+  }
+}
+
+enum class Kind { Rect, RotRect, Disc, Ring, Triangle, Line, Checker };
+
+struct Shape {
+  Kind kind;
+  int ext;           // half-size of the bounding box around the centre, in pixels
+  int64_t x0, y0;    // start position of the centre, Q4, in [0, period)
+  int vx, vy;        // velocity, Q4 pixels per frame
+  int a = 0, b = 0;  // half-width/height, radius/inner radius, line half-vector, cell size
+  int c = 0, s = 0;  // rotation (Q14), line half-width (quarter pixels), checker cells
+  int tri[6] = {};   // triangle vertices relative to the centre
+  uint8_t col[3];    // BGR
+  uint8_t col2[3];   // second checker colour
+};
+
+uint8_t clamp_u8(int v) {
+  return uint8_t(std::min(255, std::max(0, v)));
+}
+
+void random_colour(SplitMix64& rng, uint8_t* col) {
+  // A random luminance with a random tint: some shapes stand out, some barely do.
+  const int lum = rng.range(0, 255);
+  for (int i = 0; i < 3; ++i) col[i] = clamp_u8(lum + rng.range(-70, 70));
+}
+
+std::vector<Shape> make_shapes(int width, int height, uint64_t seed) {
+  SplitMix64 rng{seed * 0xD1B54A32D192ED03ull + 0x2545F4914F6CDD1Dull};
+  const int unit = std::min(width, height);
+  auto sz = [&](int div) { return std::max(1, unit / div); };
+  std::vector<Shape> shapes;
+
+  auto add = [&](Kind kind, int ext) -> Shape& {
+    Shape sh{};
+    sh.kind = kind;
+    sh.ext = std::max(1, ext);
+    const int64_t px = int64_t(width + 2 * sh.ext) * 16, py = int64_t(height + 2 * sh.ext) * 16;
+    sh.x0 = int64_t(rng.next() % uint64_t(px));
+    sh.y0 = int64_t(rng.next() % uint64_t(py));
+    sh.vx = rng.sign() * rng.range(8, 48);  // 0.5 .. 3 pixels per frame
+    sh.vy = rng.sign() * rng.range(8, 48);
+    random_colour(rng, sh.col);
+    shapes.push_back(sh);
+    return shapes.back();
+  };
+
+  for (int i = 0; i < 5; ++i) {
+    const int hw = rng.range(sz(40), sz(10)), hh = rng.range(sz(40), sz(10));
+    Shape& sh = add(Kind::Rect, std::max(hw, hh) + 1);
+    sh.a = hw;
+    sh.b = hh;
+  }
+  {
+    const int cell = std::max(2, unit / 40), nx = 6, ny = 5;
+    Shape& sh = add(Kind::Checker, (std::max(nx, ny) * cell + 1) / 2 + 1);
+    sh.a = cell;
+    sh.c = nx;
+    sh.s = ny;
+    const uint8_t dark = uint8_t(rng.range(0, 50)), light = uint8_t(rng.range(205, 255));
+    for (int i = 0; i < 3; ++i) {
+      sh.col[i] = dark;
+      sh.col2[i] = light;
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    const int r = rng.range(sz(40), sz(12));
+    Shape& sh = add(Kind::Disc, r + 1);
+    sh.a = r;
+  }
+  for (int i = 0; i < 2; ++i) {
+    const int r = rng.range(sz(20), sz(10));
+    Shape& sh = add(Kind::Ring, r + 1);
+    sh.a = r;
+    sh.b = r - std::max(1, r / 5);
+  }
+  for (int i = 0; i < 3; ++i) {
+    const int r = sz(12);
+    int v[6];
+    int64_t area2 = 0;
+    // Retry a few times for a triangle that is not a sliver; a sliver is still valid.
+    for (int tries = 0; tries < 8; ++tries) {
+      for (int& k : v) k = rng.range(-r, r);
+      area2 = int64_t(v[2] - v[0]) * (v[5] - v[1]) - int64_t(v[3] - v[1]) * (v[4] - v[0]);
+      if (area2 * 8 > int64_t(r) * r) break;
+    }
+    if (area2 < 0) {  // make it counter-clockwise so one sign test suffices
+      std::swap(v[2], v[4]);
+      std::swap(v[3], v[5]);
+    }
+    Shape& sh = add(Kind::Triangle, r + 1);
+    std::copy(v, v + 6, sh.tri);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const int hw = rng.range(sz(30), sz(10)), hh = rng.range(sz(30), sz(10));
+    Shape& sh = add(Kind::RotRect, hw + hh + 1);
+    sh.a = hw;
+    sh.b = hh;
+    rotation(rng.range(1, 31), &sh.c, &sh.s);
+  }
+  for (int i = 0; i < 5; ++i) {
+    const int len = rng.range(sz(12), sz(5));
+    int dir_c, dir_s;
+    rotation(rng.range(0, 31), &dir_c, &dir_s);
+    const int dx = int(int64_t(len) * dir_c / 16384), dy = int(int64_t(len) * dir_s / 16384);
+    Shape& sh = add(Kind::Line, std::max(std::abs(dx), std::abs(dy)) + 3);
+    sh.a = dx;
+    sh.b = dy;
+    sh.c = rng.range(2, 5);  // half-width 0.5 .. 1.25 px
+  }
+  return shapes;
+}
+
+// Paints the pixels of the box [cx-ext, cx+ext]^2 (clipped) for which inside(px, py) holds,
+// px/py relative to the centre. Only the box is visited, so large frames stay cheap.
+template <typename Inside>
+void paint(HostImage& img, int cx, int cy, int ext, const uint8_t* col, Inside inside) {
+  const int w = img.desc().width, h = img.desc().height;
+  const int x0 = std::max(0, cx - ext), x1 = std::min(w - 1, cx + ext);
+  const int y0 = std::max(0, cy - ext), y1 = std::min(h - 1, cy + ext);
+  for (int y = y0; y <= y1; ++y) {
+    uint8_t* row = img.bytes() + size_t(y) * img.pitch();
+    for (int x = x0; x <= x1; ++x) {
+      if (const uint8_t* c = inside(int64_t(x) - cx, int64_t(y) - cy, col)) {
+        uint8_t* p = row + size_t(x) * 3;
+        p[0] = c[0];
+        p[1] = c[1];
+        p[2] = c[2];
+      }
+    }
+  }
+}
+
+int64_t wrap(int64_t v, int64_t period) {
+  v %= period;
+  return v < 0 ? v + period : v;
+}
+
+void draw(HostImage& img, const Shape& sh, int frame) {
+  const int w = img.desc().width, h = img.desc().height;
+  const int64_t px = int64_t(w + 2 * sh.ext) * 16, py = int64_t(h + 2 * sh.ext) * 16;
+  // The centre slides through [-ext, size+ext): a shape leaves one edge and re-enters at the
+  // opposite one.
+  const int cx = int(wrap(sh.x0 + int64_t(sh.vx) * frame, px) / 16) - sh.ext;
+  const int cy = int(wrap(sh.y0 + int64_t(sh.vy) * frame, py) / 16) - sh.ext;
+  const uint8_t* none = nullptr;
+
+  switch (sh.kind) {
+    case Kind::Rect:
+      paint(img, cx, cy, sh.ext, sh.col, [&](int64_t x, int64_t y, const uint8_t* c) {
+        return (x >= -sh.a && x < sh.a && y >= -sh.b && y < sh.b) ? c : none;
+      });
+      break;
+    case Kind::RotRect: {
+      const int64_t hw = int64_t(sh.a) << 14, hh = int64_t(sh.b) << 14;
+      paint(img, cx, cy, sh.ext, sh.col, [&](int64_t x, int64_t y, const uint8_t* c) {
+        const int64_t u = x * sh.c + y * sh.s, v = y * sh.c - x * sh.s;
+        return (u >= -hw && u <= hw && v >= -hh && v <= hh) ? c : none;
+      });
+      break;
+    }
+    case Kind::Disc: {
+      const int64_t r2 = int64_t(sh.a) * sh.a;
+      paint(img, cx, cy, sh.ext, sh.col,
+            [&](int64_t x, int64_t y, const uint8_t* c) { return x * x + y * y <= r2 ? c : none; });
+      break;
+    }
+    case Kind::Ring: {
+      const int64_t r2 = int64_t(sh.a) * sh.a, q2 = int64_t(sh.b) * sh.b;
+      paint(img, cx, cy, sh.ext, sh.col, [&](int64_t x, int64_t y, const uint8_t* c) {
+        const int64_t d2 = x * x + y * y;
+        return d2 <= r2 && d2 >= q2 ? c : none;
+      });
+      break;
+    }
+    case Kind::Triangle: {
+      const int* v = sh.tri;
+      paint(img, cx, cy, sh.ext, sh.col, [&](int64_t x, int64_t y, const uint8_t* c) {
+        for (int i = 0; i < 3; ++i) {
+          const int j = (i + 1) % 3;
+          const int64_t e = int64_t(v[2 * j] - v[2 * i]) * (y - v[2 * i + 1]) -
+                            int64_t(v[2 * j + 1] - v[2 * i + 1]) * (x - v[2 * i]);
+          if (e < 0) return none;
+        }
+        return c;
+      });
+      break;
+    }
+    case Kind::Line: {
+      // Segment centre-d .. centre+d, half-width c/4 px. Squared distances, no sqrt.
+      const int64_t dx = sh.a, dy = sh.b, len2 = std::max<int64_t>(1, dx * dx + dy * dy);
+      const int64_t hw2 = int64_t(sh.c) * sh.c;
+      paint(img, cx, cy, sh.ext, sh.col, [&](int64_t x, int64_t y, const uint8_t* c) {
+        const int64_t cross = dx * y - dy * x, dot = dx * x + dy * y;
+        return (dot <= len2 && dot >= -len2 && cross * cross * 16 <= hw2 * len2) ? c : none;
+      });
+      break;
+    }
+    case Kind::Checker: {
+      const int cell = sh.a, nx = sh.c, ny = sh.s;
+      const int64_t left = -int64_t(nx) * cell / 2, top = -int64_t(ny) * cell / 2;
+      paint(img, cx, cy, sh.ext, sh.col, [&](int64_t x, int64_t y, const uint8_t*) {
+        const int64_t i = x - left, j = y - top;
+        if (i < 0 || j < 0 || i >= int64_t(nx) * cell || j >= int64_t(ny) * cell) return none;
+        return ((i / cell + j / cell) & 1) ? sh.col2 : sh.col;
+      });
+      break;
+    }
+  }
+}
+
+bool parse_dim(const std::string& s, int* out) {
+  if (s.empty() || s.size() > 6) return false;
+  int v = 0;
+  for (char ch : s) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + (ch - '0');
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+namespace detail {
+
+HostImage decode_with_stb(const std::string& name, const uint8_t* data, size_t size) {
+  if (size > size_t(INT_MAX)) fail(ErrorKind::Data, name, "file too large for the stb decoder");
+  const int len = int(size);
+  int w = 0, h = 0, n = 0;
+  // 16-bit PNGs are decoded at 16 bits and rounded like OpenCV's convertTo(1/257), so both
+  // builds agree; stb's own 16->8 conversion truncates.
+  const bool is16 = stbi_is_16_bit_from_memory(data, len) != 0;
+  std::unique_ptr<void, void (*)(void*)> pixels(
+      is16 ? static_cast<void*>(stbi_load_16_from_memory(data, len, &w, &h, &n, 0))
+           : static_cast<void*>(stbi_load_from_memory(data, len, &w, &h, &n, 0)),
+      &stbi_image_free);
+  if (!pixels) {
+    const char* why = stbi_failure_reason();
+    fail(ErrorKind::Data, name,
+         std::string("not an image or corrupt") + (why ? std::string(" (") + why + ")" : ""));
+  }
+  if (w <= 0 || h <= 0) fail(ErrorKind::Data, name, "image has zero size");
+  if (n < 1 || n > 4) fail(ErrorKind::Data, name, "unsupported channel count " + std::to_string(n));
+
+  const int channels = n <= 2 ? 1 : n;  // gray+alpha -> gray
+  HostImage out(ImageDesc{w, h, channels, PixelType::U8});
+  const size_t count = size_t(w) * size_t(h);
+  const uint8_t* src8 = static_cast<const uint8_t*>(pixels.get());
+  const uint16_t* src16 = static_cast<const uint16_t*>(pixels.get());
+  auto at = [&](size_t i) -> uint8_t {
+    return is16 ? uint8_t((uint32_t(src16[i]) + 128) / 257) : src8[i];
+  };
+  uint8_t* dst = out.bytes();
+  for (size_t i = 0; i < count; ++i) {
+    const size_t s = i * size_t(n), d = i * size_t(channels);
+    if (n <= 2) {
+      dst[d] = at(s);
+    } else {  // RGB(A) -> BGR(A)
+      dst[d + 0] = at(s + 2);
+      dst[d + 1] = at(s + 1);
+      dst[d + 2] = at(s + 0);
+      if (n == 4) dst[d + 3] = at(s + 3);
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+HostImage load_image(const std::string& path, const LoadOptions& opt) {
+  const std::vector<uint8_t> bytes = read_file(path);
+  const int len = int(std::min(bytes.size(), size_t(INT_MAX)));
+
+  // Check the size from the header before decoding, so an oversized image costs no memory.
+  int w = 0, h = 0, comp = 0;
+  const bool known = stbi_info_from_memory(bytes.data(), len, &w, &h, &comp) != 0;
+  if (known) check_size(path, w, h, opt);
+
+#if defined(LAB_WITH_OPENCV)
+  HostImage img = decode_with_opencv(path, bytes, known ? comp : 0);
+#else
+  HostImage img = detail::decode_with_stb(path, bytes.data(), bytes.size());
+#endif
+  // Formats stb cannot parse (TIFF, WebP, ...) are only checked now.
+  check_size(path, img.desc().width, img.desc().height, opt);
+  return img;
+}
+
+HostImage synthetic_frame(int width, int height, uint64_t seed, int frame) {
+  constexpr int kMaxSide = 16384;
+  if (width < 1 || height < 1 || width > kMaxSide || height > kMaxSide) {
+    throw Error(ErrorKind::Usage, "synthetic frame size " + std::to_string(width) + "x" +
+                                      std::to_string(height) + " is invalid: width and height " +
+                                      "must be 1.." + std::to_string(kMaxSide));
+  }
+  HostImage img(ImageDesc{width, height, 3, PixelType::U8});
+
+  // Smooth background: B varies along x, G along y, R along both; no corners of its own.
+  std::vector<uint8_t> bx(static_cast<size_t>(width)), rx(static_cast<size_t>(width));
+  for (int x = 0; x < width; ++x) {
+    bx[size_t(x)] = uint8_t(40 + int64_t(120) * x / width);
+    rx[size_t(x)] = uint8_t(int64_t(70) * x / width);
+  }
+  for (int y = 0; y < height; ++y) {
+    const uint8_t g = uint8_t(50 + int64_t(110) * y / height);
+    const int ry = 150 - int(int64_t(60) * y / height);
+    uint8_t* row = img.bytes() + size_t(y) * img.pitch();
+    for (int x = 0; x < width; ++x) {
+      row[3 * x + 0] = bx[size_t(x)];
+      row[3 * x + 1] = g;
+      row[3 * x + 2] = uint8_t(ry + rx[size_t(x)] / 2);
+    }
+  }
+
+  for (const Shape& sh : make_shapes(width, height, seed)) draw(img, sh, frame);
+  return img;
+}
+
+HostImage load_input(const std::string& spec, const LoadOptions& opt) {
+  static const std::string kPrefix = "synthetic";
+  if (spec == kPrefix) return synthetic_frame(1920, 1080);
+  if (spec.compare(0, kPrefix.size() + 1, kPrefix + ":") == 0) {
+    const std::string size = spec.substr(kPrefix.size() + 1);
+    const size_t x = size.find_first_of("xX");
+    int w = 0, h = 0;
+    if (x == std::string::npos || !parse_dim(size.substr(0, x), &w) ||
+        !parse_dim(size.substr(x + 1), &h)) {
+      throw Error(ErrorKind::Usage, "bad input '" + spec +
+                                        "': expected 'synthetic', 'synthetic:WxH' (e.g. "
+                                        "synthetic:640x480) or an image file path");
+    }
+    if (size_t(w) * size_t(h) > opt.max_pixels) {
+      check_size(spec, w, h, opt);  // throws Data, like an oversized file
+    }
+    return synthetic_frame(w, h);
+  }
+  return load_image(spec, opt);
+}
+
+}  // namespace lab::io

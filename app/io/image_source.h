@@ -1,0 +1,45 @@
+// Input images: files decoded to 8-bit BGR(A)/gray, and a built-in synthetic scene.
+//
+// Every failure is a lab::Error whose kind maps onto a sysexits code (see check.h), with a
+// one-line message that names the file and the problem.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "image.h"
+
+namespace lab::io {
+
+// 100 Mpx: large enough for any photo, small enough that a hostile header cannot make us
+// allocate gigabytes before the first pixel is checked.
+constexpr size_t kDefaultMaxPixels = 100'000'000;
+
+struct LoadOptions {
+  size_t max_pixels = kDefaultMaxPixels;
+};
+
+// Decodes an image file to PixelType::U8 with 1 (gray), 3 (BGR) or 4 (BGRA) channels.
+// Uses OpenCV when built with LAB_WITH_OPENCV, stb_image otherwise; PNGs decode to the same
+// pixels either way. Throws Error: NoInput (missing path or a directory), Io (unreadable),
+// Data (empty, not an image, corrupt, zero size, or over opt.max_pixels).
+HostImage load_image(const std::string& path, const LoadOptions& opt = {});
+
+// A deterministic BGR U8 test scene (gradient, checkerboard, rectangles, discs, rings,
+// triangles, lines) with no files. Shapes are placed from `seed` and move a few pixels per
+// `frame`, wrapping around the edges. Byte-identical on every machine (integer math only).
+// Throws Error(Usage) for a width or height outside 1..16384.
+HostImage synthetic_frame(int width, int height, uint64_t seed = 1, int frame = 0);
+
+// `synthetic` (1920x1080, seed 1, frame 0), `synthetic:WxH`, or a file path for load_image.
+// A malformed `synthetic:...` throws Error(Usage).
+HostImage load_input(const std::string& spec, const LoadOptions& opt = {});
+
+namespace detail {
+// The stb_image decoder, always compiled so tests can compare it with OpenCV. `name` is only
+// used in error messages. Returns U8 gray, BGR or BGRA, as load_image does.
+HostImage decode_with_stb(const std::string& name, const uint8_t* data, size_t size);
+}  // namespace detail
+
+}  // namespace lab::io

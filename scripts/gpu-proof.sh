@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from a carried bundle (scripts/build-gpu-bundle.sh): the GPU tests,
+# `check` for every stage x variant x block x math, compute-sanitizer (memcheck, racecheck,
+# initcheck) on `check`, and `bench` at 1280x736 and 3840x2160. Logs go to $OUT (or ./out).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/out}
+mkdir -p "$out"
+export LAB_DATA_DIR=$here/data LAB_CLI=$here/bin/kernel-lab
+lab=$here/bin/kernel-lab
+san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+  step "$here/bin/lab_tests" --test-suite=gpu
+  step "$here/bin/lab_tests" --test-suite=cpu
+  step "$lab" check
+  step "$lab" check --input "$here/data/chessboard.png" --size 3840x2160
+} 2>&1 | tee "$out/tests.log"
+{
+  for tool in memcheck racecheck initcheck; do
+    step "$san" --tool $tool --error-exitcode 99 "$lab" check --input synthetic:640x480 --size 320x184
+  done
+} 2>&1 | tee "$out/sanitizer.log" | grep -E "^===|ERROR SUMMARY|configurations"
+{
+  step "$lab" bench --sweep-variants --input synthetic:1920x1080 --size 1280x736 --reps 200
+  step "$lab" bench --sweep-variants --input synthetic:3840x2160 --size 3840x2160 --reps 200
+  step "$lab" bench --sweep-variants --sweep-blocks --sweep-math --input synthetic:1920x1080 --size 1280x736 --csv --out "$out/sweep-1280x736.csv"
+} 2>&1 | tee "$out/bench.log"

@@ -1,0 +1,166 @@
+// The kernel-lab executable, end to end: help, exit codes for bad input, and `run --dump`.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "app/io/npy.h"
+#include "gpu.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Result lab_cli(const std::string& args) {
+  const char* env = std::getenv("LAB_CLI");  // a bundle run on another machine
+  const std::string cmd = std::string(env && *env ? env : LAB_CLI_PATH) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+bool has(const Result& r, const std::string& s) {
+  return r.out.find(s) != std::string::npos;
+}
+
+fs::path scratch_dir() {
+  const fs::path d = fs::temp_directory_path() / ("lab_cli_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+// CPU everywhere, so these tests mean the same with and without a GPU.
+const std::string kCpu = " --device cpu ";
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("cli: help and list explain themselves") {
+    const Result h = lab_cli("--help");
+    CHECK(h.code == 0);
+    CHECK(has(h, "check"));
+    CHECK(has(h, "bench"));
+    CHECK(has(h, "Exit codes"));
+    const Result c = lab_cli("check --help");
+    CHECK(c.code == 0);
+    CHECK(has(c, "--variant"));
+    CHECK(has(c, "--math"));
+    const Result l = lab_cli("list");
+    CHECK(l.code == 0);
+    for (const char* s :
+         {"letterbox", "blur", "sobel", "harris", "v3_smem_tile", "32x8", "param k"})
+      CHECK_MESSAGE(has(l, s), s);
+    const Result j = lab_cli("list --json");
+    CHECK(j.code == 0);
+    CHECK(has(j, "\"variants\""));
+  }
+
+  TEST_CASE("cli: usage errors exit 64 with a one-line reason") {
+    struct Case {
+      const char* args;
+      const char* says;
+    };
+    const Case cases[] = {
+        {"--frobnicate", "frobnicate"},
+        {"check --frobnicate", "frobnicate"},
+        {"check --stage nope", "unknown stage 'nope'"},
+        {"check --variant blur=v9", "unknown variant 'v9'"},
+        {"check --variant nope=v1", "unknown stage 'nope'"},
+        {"check --block blur=64x32", "1024"},
+        {"check --block blur=7x5", "allowed"},
+        {"check --block blur=axb", "WxH"},
+        {"check --math turbo", "precise or fast"},
+        {"check --param harris.q=1", "unknown parameter 'harris.q'"},
+        {"check --param harris.k=9", "outside"},
+        {"check --size 10", "WxH"},
+        {"check --device gpu", "gpu"},
+        {"check --input synthetic:0x5", "synthetic"},
+    };
+    for (const Case& c : cases) {
+      const Result r =
+          lab_cli(std::string(c.args) +
+                  (std::string(c.args).find("--device") == std::string::npos ? kCpu : ""));
+      INFO(c.args << "\n" << r.out);
+      CHECK(r.code == 64);
+      CHECK(has(r, c.says));
+    }
+  }
+
+  TEST_CASE("cli: bad input files exit 66 or 65, never crash") {
+    const fs::path d = scratch_dir();
+    { std::ofstream(d / "empty.png"); }
+    { std::ofstream(d / "junk.png") << "this is not an image at all, just text"; }
+    {
+      std::ifstream src(data_path("astronaut.png"), std::ios::binary);
+      std::string head(200, '\0');
+      src.read(&head[0], 200);
+      std::ofstream(d / "truncated.png", std::ios::binary) << head;
+    }
+    const Result missing = lab_cli("check" + kCpu + "--input /nonexistent/photo.png");
+    CHECK(missing.code == 66);
+    CHECK(has(missing, "/nonexistent/photo.png"));
+    for (const char* f : {"empty.png", "junk.png", "truncated.png"}) {
+      const Result r = lab_cli("check" + kCpu + "--input " + (d / f).string());
+      INFO(f << "\n" << r.out);
+      CHECK(r.code == 65);
+    }
+    const Result huge =
+        lab_cli("check" + kCpu + "--max-pixels 1000 --input " + data_path("astronaut.png"));
+    CHECK(huge.code == 65);
+    CHECK(has(huge, "max-pixels"));
+    fs::remove_all(d);
+  }
+
+  TEST_CASE("cli: --device cuda without a GPU exits 69 and says what to do" *
+            doctest::skip(lab::device_info().present)) {
+    const Result r = lab_cli("check --device cuda");
+    CHECK(r.code == 69);
+    CHECK(has(r, "--device cpu"));
+  }
+
+  TEST_CASE("cli: check on the CPU references passes") {
+    const Result r = lab_cli("check" + kCpu + "--input synthetic:320x200 --size 160x96");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "references ok"));
+  }
+
+  TEST_CASE("cli: run --dump writes every slot as .npy that matches the pipeline") {
+    const fs::path d = scratch_dir() / "dump";
+    const Result r = lab_cli("run" + kCpu + "--input " + data_path("chelsea.png") +
+                             " --size 200x120 --dump " + d.string());
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    for (const char* slot : {"letterbox", "blur", "grad_x", "grad_y", "harris"}) {
+      const lab::HostImage img = lab::io::read_npy((d / (std::string(slot) + ".npy")).string());
+      CHECK(img.desc() == lab::ImageDesc{200, 120, 1, lab::PixelType::F32});
+    }
+    const lab::HostImage in = lab::io::read_npy((d / "input.npy").string());
+    CHECK(in.desc() == lab::ImageDesc{451, 300, 3, lab::PixelType::U8});
+    // Unwritable dump folder: 73.
+    const Result bad = lab_cli("run" + kCpu + "--input synthetic:8x8 --dump " +
+                               (d / "letterbox.npy" / "sub").string());
+    CHECK(bad.code == 73);
+    fs::remove_all(d.parent_path());
+  }
+
+  TEST_CASE("cli: bench needs a GPU and says so" * doctest::skip(lab::device_info().present)) {
+    const Result r = lab_cli("bench --input synthetic:64x64 --reps 1");
+    CHECK(r.code == 69);
+  }
+}
