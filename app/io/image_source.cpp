@@ -49,9 +49,8 @@ void check_size(const std::string& path, long long width, long long height,
 std::vector<uint8_t> read_file(const std::string& path) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (st.type() == fs::file_type::not_found || path.empty()) {
-    fail(ErrorKind::NoInput, path, "no such file");
-  }
+  if (path.empty()) fail(ErrorKind::NoInput, "(empty path)", "no such file");
+  if (st.type() == fs::file_type::not_found) fail(ErrorKind::NoInput, path, "no such file");
   if (ec) fail(ErrorKind::Io, path, "cannot read: " + ec.message());
   if (st.type() == fs::file_type::directory) {
     fail(ErrorKind::NoInput, path, "is a directory, not an image file");

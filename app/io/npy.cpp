@@ -203,9 +203,8 @@ void write_npy(const std::string& path, const HostImage& img) {
 HostImage read_npy(const std::string& path) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (path.empty() || st.type() == fs::file_type::not_found) {
-    fail(ErrorKind::NoInput, path, "no such file");
-  }
+  if (path.empty()) fail(ErrorKind::NoInput, "(empty path)", "no such file");
+  if (st.type() == fs::file_type::not_found) fail(ErrorKind::NoInput, path, "no such file");
   if (ec) fail(ErrorKind::Io, path, "cannot read: " + ec.message());
   if (st.type() == fs::file_type::directory) fail(ErrorKind::NoInput, path, "is a directory");
 

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, runs every test (ctest). GPU tests report
+# "Skipped" on a machine without a CUDA device.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+cmake --preset default
+cmake --build --preset default
+ctest --preset default "$@"
