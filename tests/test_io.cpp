@@ -323,6 +323,22 @@ TEST_SUITE("cpu") {
                       lab::io::synthetic_frame(640, 480, 9, 1000)));
   }
 
+  TEST_CASE("synthetic_frame matches golden hashes") {
+    // Pins the scene across compilers and machines (g++ and clang++, x86-64, agree). If the
+    // scene is changed on purpose, update the hashes.
+    auto fnv1a = [](const HostImage& img) {
+      uint64_t h = 1469598103934665603ull;
+      for (size_t i = 0; i < img.desc().bytes(); ++i) {
+        h ^= img.bytes()[i];
+        h *= 1099511628211ull;
+      }
+      return h;
+    };
+    CHECK(fnv1a(lab::io::synthetic_frame(320, 240, 1, 3)) == 0xc6c2ad297070ef0bull);
+    CHECK(fnv1a(lab::io::synthetic_frame(1920, 1080, 1, 0)) == 0x6845dbb042727548ull);
+    CHECK(fnv1a(lab::io::synthetic_frame(641, 479, 42, -7)) == 0x586ba9c300931e22ull);
+  }
+
   TEST_CASE("synthetic_frame is not flat: many colours, strong edges, moving corners") {
     const int w = 640, h = 480;
     const HostImage a = lab::io::synthetic_frame(w, h, 1, 0);

@@ -203,43 +203,48 @@ std::vector<Shape> make_shapes(int width, int height, uint64_t seed) {
     const int64_t px = int64_t(width + 2 * sh.ext) * 16, py = int64_t(height + 2 * sh.ext) * 16;
     sh.x0 = int64_t(rng.next() % uint64_t(px));
     sh.y0 = int64_t(rng.next() % uint64_t(py));
-    sh.vx = rng.sign() * rng.range(8, 48);  // 0.5 .. 3 pixels per frame
-    sh.vy = rng.sign() * rng.range(8, 48);
+    // One rng call per statement: the order of operands of * is unspecified, and a
+    // different order on another compiler would give a different scene.
+    sh.vx = rng.range(8, 48);  // 0.5 .. 3 pixels per frame
+    sh.vx *= rng.sign();
+    sh.vy = rng.range(8, 48);
+    sh.vy *= rng.sign();
     random_colour(rng, sh.col);
     shapes.push_back(sh);
     return shapes.back();
   };
 
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 8; ++i) {
     const int hw = rng.range(sz(40), sz(10)), hh = rng.range(sz(40), sz(10));
     Shape& sh = add(Kind::Rect, std::max(hw, hh) + 1);
     sh.a = hw;
     sh.b = hh;
   }
-  {
-    const int cell = std::max(2, unit / 40), nx = 6, ny = 5;
+  for (int i = 0; i < 2; ++i) {
+    const int cell = std::max(2, unit / (i == 0 ? 40 : 25)), nx = rng.range(4, 7),
+              ny = rng.range(3, 6);
     Shape& sh = add(Kind::Checker, (std::max(nx, ny) * cell + 1) / 2 + 1);
     sh.a = cell;
     sh.c = nx;
     sh.s = ny;
     const uint8_t dark = uint8_t(rng.range(0, 50)), light = uint8_t(rng.range(205, 255));
-    for (int i = 0; i < 3; ++i) {
-      sh.col[i] = dark;
-      sh.col2[i] = light;
+    for (int k = 0; k < 3; ++k) {
+      sh.col[k] = dark;
+      sh.col2[k] = light;
     }
   }
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 6; ++i) {
     const int r = rng.range(sz(40), sz(12));
     Shape& sh = add(Kind::Disc, r + 1);
     sh.a = r;
   }
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     const int r = rng.range(sz(20), sz(10));
     Shape& sh = add(Kind::Ring, r + 1);
     sh.a = r;
     sh.b = r - std::max(1, r / 5);
   }
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 5; ++i) {
     const int r = sz(12);
     int v[6];
     int64_t area2 = 0;
@@ -256,14 +261,14 @@ std::vector<Shape> make_shapes(int width, int height, uint64_t seed) {
     Shape& sh = add(Kind::Triangle, r + 1);
     std::copy(v, v + 6, sh.tri);
   }
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 6; ++i) {
     const int hw = rng.range(sz(30), sz(10)), hh = rng.range(sz(30), sz(10));
     Shape& sh = add(Kind::RotRect, hw + hh + 1);
     sh.a = hw;
     sh.b = hh;
     rotation(rng.range(1, 31), &sh.c, &sh.s);
   }
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 8; ++i) {
     const int len = rng.range(sz(12), sz(5));
     int dir_c, dir_s;
     rotation(rng.range(0, 31), &dir_c, &dir_s);
@@ -443,7 +448,19 @@ HostImage load_image(const std::string& path, const LoadOptions& opt) {
   if (known) check_size(path, w, h, opt);
 
 #if defined(LAB_WITH_OPENCV)
-  HostImage img = decode_with_opencv(path, bytes, known ? comp : 0);
+  HostImage img;
+  try {
+    img = decode_with_opencv(path, bytes, known ? comp : 0);
+  } catch (const Error& cv_error) {
+    // stb reads some formats OpenCV does not (GIF, TGA, PSD); if it knew the header, let it
+    // try. If it fails too, OpenCV's error is the one to report.
+    if (!known) throw;
+    try {
+      img = detail::decode_with_stb(path, bytes.data(), bytes.size());
+    } catch (const Error&) {
+      throw cv_error;
+    }
+  }
 #else
   HostImage img = detail::decode_with_stb(path, bytes.data(), bytes.size());
 #endif

@@ -12,12 +12,15 @@
 //                    per tile pixel in shared memory, then box-sums rows and columns there.
 //   v3_rows          each thread walks 8 rows of one column: the row sums of 10 rows, loaded
 //                    up front (60 independent loads), feed 8 responses.
+//   v4_rows_shfl     v3 with the x-1 and x+1 taps exchanged by warp shuffles: 40 loads instead
+//                    of 60.
 //
 // Bench: kernel-lab bench --stage harris --sweep-variants --size 3840x2160
 #include <vector>
 
 #include "common.h"
 #include "launch.cuh"
+#include "warp_row.cuh"
 
 namespace lab::ops {
 
@@ -167,6 +170,33 @@ __global__ void harris_v3_rows_kernel(ImageView<const float> gx, ImageView<const
   }
 }
 
+__global__ void harris_v4_rows_shfl_kernel(ImageView<const float> gx, ImageView<const float> gy,
+                                           ImageView<float> dst, float k) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * HARRIS_ROWS;
+  if (y0 >= dst.height) return;  // uniform across the warp (blockDim.x % 32 == 0)
+  float ra[HARRIS_ROWS + 2], rb[HARRIS_ROWS + 2], rc[HARRIS_ROWS + 2];
+#pragma unroll
+  for (int r = 0; r < HARRIS_ROWS + 2; ++r) {
+    const int yy = clampi(y0 + r - 1, 0, dst.height - 1);
+    float tx[3], ty[3];
+    warp_row_taps<1>(gx.row(yy), x, dst.width, tx);
+    warp_row_taps<1>(gy.row(yy), x, dst.width, ty);
+    float a = 0.0f, b = 0.0f, c = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 3; ++i) a += tx[i] * tx[i], b += tx[i] * ty[i], c += ty[i] * ty[i];
+    ra[r] = a, rb[r] = b, rc[r] = c;
+  }
+  if (x >= dst.width) return;
+#pragma unroll
+  for (int r = 0; r < HARRIS_ROWS; ++r) {
+    if (y0 + r >= dst.height) break;
+    dst.at(x, y0 + r) =
+        harris_response(ra[r] + ra[r + 1] + ra[r + 2], rb[r] + rb[r + 1] + rb[r + 2],
+                        rc[r] + rc[r + 1] + rc[r + 2], k);
+  }
+}
+
 // ---- launchers -------------------------------------------------------------------------------
 
 static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
@@ -202,6 +232,14 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
          dst, decode_params<HarrisParams>(a.params).k);
 }
 
+static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
+  const auto dst = a.out[0].view<float>();
+  launch(ctx, "harris_v4_rows_shfl", harris_v4_rows_shfl_kernel,
+         grid_2d(dst.width, (dst.height + HARRIS_ROWS - 1) / HARRIS_ROWS, a.block),
+         dim3(a.block.x, a.block.y), 0, a.in[0].view<const float>(), a.in[1].view<const float>(),
+         dst, decode_params<HarrisParams>(a.params).k);
+}
+
 static size_t v2_smem(Block b) {
   return sizeof(float) * 3 * (size_t(b.y + 2) * (b.x + 2) + size_t(b.y + 2) * b.x);
 }
@@ -228,26 +266,18 @@ OpDef harris_op() {
   op.tol_why =
       "det and trace^2 cancel: error of a few ulp of a*c, reported relative to max|R| (the "
       "spec's 1e-5); fast math only flushes denormals";
+  // clang-format off
   op.variants = {
-      {"v1_direct",
-       "3x3 windows of gx and gy through __ldg, products formed per tap",
-       any,
-       {32, 8},
-       launch_v1,
-       nullptr},
-      {"v2_smem_products",
-       "gx, gy staged once; each product formed once per tile pixel in smem",
-       tiles,
-       {32, 8},
-       launch_v2,
-       v2_smem},
-      {"v3_rows",
-       "8 rows per thread: 60 loads in flight feed 8 responses",
-       any,
-       {32, 4},
-       launch_v3,
-       nullptr},
+      {"v1_direct", "3x3 windows of gx and gy through __ldg, products formed per tap",
+       any, {32, 8}, launch_v1, nullptr},
+      {"v2_smem_products", "gx, gy staged once; each product formed once per tile pixel in smem",
+       tiles, {32, 8}, launch_v2, v2_smem},
+      {"v3_rows", "8 rows per thread: 60 loads in flight feed 8 responses",
+       any, {32, 4}, launch_v3, nullptr},
+      {"v4_rows_shfl", "v3 + warp shuffles for the x-1, x+1 taps: 40 loads instead of 60",
+       warp_rows_blocks(), {32, 4}, launch_v4, nullptr},
   };
+  // clang-format on
   return op;
 }
 

@@ -207,32 +207,18 @@ OpDef sobel_op() {
   op.tol_why =
       "6-term sums of inputs in [0,1]: <= ~8 roundings of values <= 4 (1e-6); same order as the "
       "reference, FMA contraction aside; fast math only flushes denormals";
+  // clang-format off
   op.variants = {
-      {"v1_unfused",
-       "one kernel per derivative: two launches, the input read twice",
-       any,
-       {32, 8},
-       launch_v1,
-       nullptr},
-      {"v2_fused_ldg",
-       "one 3x3 window through __ldg feeds both outputs: one read, two writes",
-       any,
-       {32, 8},
-       launch_v2,
-       nullptr},
-      {"v3_smem_tile",
-       "tile + 1px apron staged in shared memory, then both derivatives",
-       tiles,
-       {32, 8},
-       launch_v3,
-       v3_smem},
-      {"v4_rows",
-       "8 rows per thread: 30 loads in flight feed 16 outputs",
-       any,
-       {32, 4},
-       launch_v4,
-       nullptr},
+      {"v1_unfused", "one kernel per derivative: two launches, the input read twice",
+       any, {32, 8}, launch_v1, nullptr},
+      {"v2_fused_ldg", "one 3x3 window through __ldg feeds both outputs: one read, two writes",
+       any, {32, 8}, launch_v2, nullptr},
+      {"v3_smem_tile", "tile + 1px apron staged in shared memory, then both derivatives",
+       tiles, {32, 8}, launch_v3, v3_smem},
+      {"v4_rows", "8 rows per thread: 30 loads in flight feed 16 outputs",
+       any, {32, 4}, launch_v4, nullptr},
   };
+  // clang-format on
   return op;
 }
 
