@@ -274,8 +274,8 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
     out << "stage,variant,block,math,kernel,median_us,p95_us,gbs,pct_copy,regs,static_smem,"
            "local_bytes,blocks_per_sm,occupancy,limiter,orin_occupancy,orin_limiter\n";
     for (const auto& r : rows)
-      out << r.stage << "," << r.variant << "," << r.block << "," << r.math << "," << r.kernel
-          << "," << r.median_us << "," << r.p95_us << "," << r.gbs << "," << r.pct_copy << ","
+      out << r.stage << "," << r.variant << "," << r.block << "," << r.math << ",\"" << r.kernel
+          << "\"," << r.median_us << "," << r.p95_us << "," << r.gbs << "," << r.pct_copy << ","
           << r.rec.attrs.regs << "," << r.rec.attrs.static_smem << "," << r.rec.attrs.local_bytes
           << "," << r.rec.blocks_per_sm << "," << r.rec.est.occupancy << ","
           << limiter_name(r.rec.est.limiter) << "," << r.rec.orin.occupancy << ","

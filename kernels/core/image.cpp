@@ -20,7 +20,10 @@ std::string ImageDesc::str() const {
 
 DeviceImage::DeviceImage(const ImageDesc& desc) : m_desc(desc) {
   if (desc.empty()) return;
-  LAB_CUDA_CHECK(cudaMallocPitch(&m_data, &m_pitch, desc.row_bytes(), size_t(desc.height)));
+  // 16 spare bytes per row, zeroed once: kernels may load whole aligned words that reach past
+  // the last pixel (letterbox v4_words) without leaving the allocation or reading garbage.
+  LAB_CUDA_CHECK(cudaMallocPitch(&m_data, &m_pitch, desc.row_bytes() + 16, size_t(desc.height)));
+  LAB_CUDA_CHECK(cudaMemset(m_data, 0, m_pitch * size_t(desc.height)));
 }
 
 DeviceImage::~DeviceImage() {

@@ -176,11 +176,17 @@ __global__ void blur_v5_rows_shfl_kernel(ImageView<const float> src, ImageView<f
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * BLUR_ROWS;
   if (y0 >= dst.height) return;  // uniform across the warp (blockDim.x % 32 == 0)
-  float h[BLUR_ROWS + 2 * BLUR_R];
+  constexpr int N = BLUR_ROWS + 2 * BLUR_R;
+  WarpRowLoad in[N];  // every load of the strip issued before the first is used
 #pragma unroll
-  for (int r = 0; r < BLUR_ROWS + 2 * BLUR_R; ++r) {
+  for (int r = 0; r < N; ++r)
+    in[r] =
+        warp_row_load<BLUR_R>(src.row(clampi(y0 + r - BLUR_R, 0, src.height - 1)), x, src.width);
+  float h[N];
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
     float t[2 * BLUR_R + 1];
-    warp_row_taps<BLUR_R>(src.row(clampi(y0 + r - BLUR_R, 0, src.height - 1)), x, src.width, t);
+    warp_row_taps<BLUR_R>(in[r], t);
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < 5; ++i) s += gauss5(i) * t[i];

@@ -175,13 +175,20 @@ __global__ void harris_v4_rows_shfl_kernel(ImageView<const float> gx, ImageView<
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * HARRIS_ROWS;
   if (y0 >= dst.height) return;  // uniform across the warp (blockDim.x % 32 == 0)
-  float ra[HARRIS_ROWS + 2], rb[HARRIS_ROWS + 2], rc[HARRIS_ROWS + 2];
+  constexpr int N = HARRIS_ROWS + 2;
+  WarpRowLoad lx[N], ly[N];  // every load of the strip issued before the first is used
 #pragma unroll
-  for (int r = 0; r < HARRIS_ROWS + 2; ++r) {
+  for (int r = 0; r < N; ++r) {
     const int yy = clampi(y0 + r - 1, 0, dst.height - 1);
+    lx[r] = warp_row_load<1>(gx.row(yy), x, dst.width);
+    ly[r] = warp_row_load<1>(gy.row(yy), x, dst.width);
+  }
+  float ra[N], rb[N], rc[N];
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
     float tx[3], ty[3];
-    warp_row_taps<1>(gx.row(yy), x, dst.width, tx);
-    warp_row_taps<1>(gy.row(yy), x, dst.width, ty);
+    warp_row_taps<1>(lx[r], tx);
+    warp_row_taps<1>(ly[r], ty);
     float a = 0.0f, b = 0.0f, c = 0.0f;
 #pragma unroll
     for (int i = 0; i < 3; ++i) a += tx[i] * tx[i], b += tx[i] * ty[i], c += ty[i] * ty[i];
