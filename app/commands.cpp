@@ -210,7 +210,17 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
             continue;
           }
           r.poison_outputs(i);
-          r.run_stage(i, &cfg);
+          try {
+            r.run_stage(i, &cfg);
+          } catch (const Error& e) {
+            // A shape the variant allows but this build of the kernel cannot launch (its
+            // registers on this GPU): refused with the reason, like the checks above.
+            if (e.kind() != ErrorKind::Usage) throw;
+            ++refused;
+            std::printf("%-10s %-18s %-6s %-8s refused: %s\n", cfg.op->def.name.c_str(),
+                        variants[v].name.c_str(), b.str().c_str(), math_name(m), e.what());
+            continue;
+          }
           const DiffStats d = r.compare(i, ref, m);
           ++total;
           failed += !d.pass();
@@ -358,6 +368,13 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
           if (!block_refusal(variants[v], b, &dev).empty()) continue;
           ResolvedStage cfg = configured;
           cfg.variant = v, cfg.block = b, cfg.math = m;
+          try {
+            r.run_stage(i, &cfg);
+          } catch (const Error& e) {
+            if (e.kind() != ErrorKind::Usage) throw;
+            std::cerr << "bench: skipped " << cfg.label() << ": " << e.what() << "\n";
+            continue;
+          }
           for (int w = 0; w < o.warmup; ++w) r.run_stage(i, &cfg);
           std::vector<std::vector<double>> per_launch;
           std::vector<double> stage_us;

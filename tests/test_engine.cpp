@@ -43,6 +43,7 @@ TEST_SUITE("cpu") {
       CHECK(op.fast_launch.size() == op.def.variants.size());
       CHECK((op.def.tol_precise.abs > 0 || op.def.tol_precise.rel > 0));
       CHECK(!op.def.tol_why.empty());
+      CHECK((op.def.default_variant.empty() || op.find_variant(op.def.default_variant) >= 0));
       for (const std::string& in : op.def.inputs) CHECK(produced.count(in) == 1);
       for (const std::string& out : op.def.outputs) produced.insert(out);
       for (size_t v = 0; v < op.def.variants.size(); ++v) {

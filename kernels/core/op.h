@@ -92,6 +92,7 @@ struct OpDef {
   Tolerance tol_fast;
   std::string tol_why;  // the bound, explained
   std::vector<VariantDef> variants;
+  std::string default_variant;  // the pipeline's choice; empty: the last (most refined) variant
 };
 
 }  // namespace lab

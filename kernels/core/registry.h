@@ -21,8 +21,11 @@ struct Op {
   }
   // Index of the named variant, or -1.
   int find_variant(const std::string& name) const;
-  // The variant a pipeline uses unless told otherwise: the last (most refined) one.
-  size_t default_variant() const { return def.variants.size() - 1; }
+  // The variant a pipeline uses unless told otherwise: the op's choice, else the last one.
+  size_t default_variant() const {
+    const int v = def.default_variant.empty() ? -1 : find_variant(def.default_variant);
+    return v >= 0 ? size_t(v) : def.variants.size() - 1;
+  }
 };
 
 const std::vector<Op>& registry();

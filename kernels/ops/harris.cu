@@ -271,6 +271,9 @@ OpDef harris_op() {
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
   const std::vector<Block> tiles = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}};
+  // 16-row strips use ~72 registers: a 1024-thread block would need more than the 64 K a block
+  // can have, so those shapes stop at 512.
+  const std::vector<Block> upto_512 = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}, {128, 2}};
   OpDef op;
   op.name = "harris";
   op.summary = "Harris response det(M) - k trace(M)^2 over 3x3 windows of gradient products";
@@ -288,17 +291,18 @@ OpDef harris_op() {
       "det and trace^2 cancel: error of a few ulp of a*c, reported relative to max|R| (the "
       "spec's 1e-5); fast math only flushes denormals";
   // clang-format off
+  op.default_variant = "v3_rows";  // fastest at 1280x736 and 4K (BENCHMARKS.md)
   op.variants = {
       {"v1_direct", "3x3 windows of gx and gy through __ldg, products formed per tap",
        any, {32, 8}, launch_v1, nullptr},
       {"v2_smem_products", "gx, gy staged once; each product formed once per tile pixel in smem",
        tiles, {32, 8}, launch_v2, v2_smem},
       {"v3_rows", "8 rows per thread: 60 loads in flight feed 8 responses",
-       any, {32, 4}, launch_v3, nullptr},
+       any, {64, 4}, launch_v3, nullptr},
       {"v4_rows_shfl", "v3 + warp shuffles for the x-1, x+1 taps: 40 loads instead of 60",
        warp_rows_blocks(), {32, 4}, launch_v4, nullptr},
       {"v5_rows16", "v3 with 16 rows per thread: halo re-reads from L2 drop from 1.25x to 1.125x",
-       any, {64, 4}, launch_v5, nullptr},
+       upto_512, {64, 4}, launch_v5, nullptr},
   };
   // clang-format on
   return op;

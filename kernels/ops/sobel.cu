@@ -217,6 +217,7 @@ OpDef sobel_op() {
       "6-term sums of inputs in [0,1]: <= ~8 roundings of values <= 4 (1e-6); same order as the "
       "reference, FMA contraction aside; fast math only flushes denormals";
   // clang-format off
+  op.default_variant = "v4_rows";  // fastest at 1280x736 and 4K (BENCHMARKS.md)
   op.variants = {
       {"v1_unfused", "one kernel per derivative: two launches, the input read twice",
        any, {32, 8}, launch_v1, nullptr},
@@ -225,7 +226,7 @@ OpDef sobel_op() {
       {"v3_smem_tile", "tile + 1px apron staged in shared memory, then both derivatives",
        tiles, {32, 8}, launch_v3, v3_smem},
       {"v4_rows", "8 rows per thread: 30 loads in flight feed 16 outputs",
-       any, {32, 4}, launch_v4, nullptr},
+       any, {128, 2}, launch_v4, nullptr},
       {"v5_rows16", "v4 with 16 rows per thread: halo re-reads from L2 drop from 1.25x to 1.125x",
        any, {32, 4}, launch_v5, nullptr},
   };
