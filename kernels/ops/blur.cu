@@ -22,7 +22,10 @@
 //   v7_float4      four pixels per thread: one 16-byte load per row, the 2-pixel halo from the
 //                  neighbour lanes' vectors (4 shuffles per 4 outputs instead of 8 per output),
 //                  16-byte stores. Warps whose 128 pixels touch the image border take a scalar,
-//                  clamped path.
+//                  clamped path. Column sums accumulate as rows arrive, so 5 outputs are live,
+//                  not the whole strip (holding the strip took 80 registers: 38% occupancy, slower
+//                  than v6).
+//   v8_float4_rows16 v7 with 16 rows per thread.
 //
 // Bench: kernel-lab bench --stage blur --sweep-variants --sweep-blocks --size 3840x2160
 #include <vector>
@@ -221,7 +224,11 @@ __global__ void blur_v7_float4_kernel(ImageView<const float> src, ImageView<floa
   const int warp_x = x - 4 * lane;  // the warp covers [warp_x, warp_x + 128)
   const bool interior = warp_x >= BLUR_R && warp_x + 128 + BLUR_R <= w;  // uniform
   constexpr int N = ROWS + 2 * BLUR_R;
-  float4 h[N];  // the row pass of each row, 4 outputs wide
+  // Column sums accumulate as rows arrive: output o takes g(k) * row (o + k), so only the five
+  // outputs a row touches are live (20 registers, not 4 * N).
+  float4 acc[ROWS];
+#pragma unroll
+  for (int o = 0; o < ROWS; ++o) acc[o] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
   for (int r = 0; r < N; ++r) {
     const float* row = src.row(clampi(y0 + r - BLUR_R, 0, src.height - 1));
@@ -242,33 +249,32 @@ __global__ void blur_v7_float4_kernel(ImageView<const float> src, ImageView<floa
 #pragma unroll
       for (int i = 0; i < 8; ++i) v[i] = __ldg(row + clampi(x - BLUR_R + i, 0, w - 1));
     }
-    float o[4];
+    float hr[4];  // the row pass, 4 outputs wide
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       float s = 0.0f;
 #pragma unroll
       for (int i = 0; i < 5; ++i) s += gauss5(i) * v[k + i];
-      o[k] = s;
+      hr[k] = s;
     }
-    h[r] = make_float4(o[0], o[1], o[2], o[3]);
-  }
-  if (x >= w) return;
 #pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
-    if (y0 + r >= dst.height) break;
-    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int k = 0; k < 5; ++k) {
+    for (int k = 0; k < 5; ++k) {  // row r is tap k of output r - k
+      const int o = r - k;
+      if (o < 0 || o >= ROWS) continue;
       const float g = gauss5(k);
-      s.x += g * h[r + k].x, s.y += g * h[r + k].y, s.z += g * h[r + k].z, s.w += g * h[r + k].w;
+      acc[o].x += g * hr[0], acc[o].y += g * hr[1], acc[o].z += g * hr[2], acc[o].w += g * hr[3];
     }
-    float* out = dst.row(y0 + r) + x;
-    if (x + 3 < w) {
-      *reinterpret_cast<float4*>(out) = s;
-    } else {  // the last, partial vector of the row
-      out[0] = s.x;
-      if (x + 1 < w) out[1] = s.y;
-      if (x + 2 < w) out[2] = s.z;
+    const int done = r - 2 * BLUR_R;  // the output whose last tap was this row
+    if (done >= 0 && x < w && y0 + done < dst.height) {
+      float* out = dst.row(y0 + done) + x;
+      const float4 s = acc[done];
+      if (x + 3 < w) {
+        *reinterpret_cast<float4*>(out) = s;
+      } else {  // the last, partial vector of the row
+        out[0] = s.x;
+        if (x + 1 < w) out[1] = s.y;
+        if (x + 2 < w) out[2] = s.z;
+      }
     }
   }
 }
@@ -337,13 +343,20 @@ static size_t v3_smem(Block b) {
   return sizeof(float) * size_t(b.y + 2 * BLUR_R) * ((b.x + 2 * BLUR_R + 1) + b.x);
 }
 
-static void launch_v7(LaunchContext& ctx, const StageArgs& a) {
+template <int ROWS>
+static void launch_float4(LaunchContext& ctx, const StageArgs& a, const char* name) {
   const auto src = a.in[0].view<const float>();
   const auto dst = a.out[0].view<float>();
-  constexpr int ROWS = 8;
-  launch(ctx, "blur_v7_float4", blur_v7_float4_kernel<ROWS>,
+  launch(ctx, name, blur_v7_float4_kernel<ROWS>,
          grid_2d((dst.width + 3) / 4, (dst.height + ROWS - 1) / ROWS, a.block),
          dim3(a.block.x, a.block.y), 0, src, dst);
+}
+
+static void launch_v7(LaunchContext& c, const StageArgs& a) {
+  launch_float4<8>(c, a, "blur_v7_float4");
+}
+static void launch_v8(LaunchContext& c, const StageArgs& a) {
+  launch_float4<16>(c, a, "blur_v8_float4_rows16");
 }
 
 static void launch_v4(LaunchContext& c, const StageArgs& a) {
@@ -379,6 +392,7 @@ OpDef blur_op() {
       "weights sum to 1: float summation error <= ~25 ulp of max|x|; fast math only flushes "
       "denormals";
   // clang-format off
+  op.default_variant = "v6_rows16_shfl";  // fastest at 1280x736 and 4K (BENCHMARKS.md)
   op.variants = {
       {"v1_naive_2d", "each thread reads its 5x5 window from global memory (25 loads)",
        any, {32, 8}, launch_v1, nullptr},
@@ -394,6 +408,8 @@ OpDef blur_op() {
        warp_rows_blocks(), {32, 4}, launch_v6, nullptr},
       {"v7_float4", "4 pixels per thread: 16-byte loads and stores, 1 shuffle per output-row",
        warp_rows_blocks(), {32, 4}, launch_v7, nullptr},
+      {"v8_float4_rows16", "v7 with 16 rows per thread: half the halo re-reads",
+       warp_rows_blocks(), {32, 4}, launch_v8, nullptr},
   };
   // clang-format on
   return op;
