@@ -25,6 +25,7 @@ step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
 {
   step "$lab" bench --sweep-variants --input synthetic:1920x1080 --size 1280x736 --reps 200
   step "$lab" bench --sweep-variants --input synthetic:3840x2160 --size 3840x2160 --reps 200
+  step "$lab" bench --stage letterbox --sweep-variants --input synthetic:3840x2160 --reps 200
   step "$lab" bench --sweep-variants --sweep-blocks --sweep-math --input synthetic:1920x1080 --size 1280x736 --csv --out "$out/sweep-1280x736.csv"
   step "$lab" bench --sweep-variants --sweep-blocks --input synthetic:3840x2160 --size 3840x2160 --csv --out "$out/sweep-3840x2160.csv"
 } 2>&1 | tee "$out/bench.log"
