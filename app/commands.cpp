@@ -252,6 +252,16 @@ struct BenchRow {
   LaunchRecord rec;
 };
 
+BenchRow bench_row(const ResolvedStage& s, const std::string& kernel) {
+  BenchRow row;
+  row.stage = s.op->def.name;
+  row.variant = s.variant_def().name;
+  row.block = s.block.str();
+  row.math = math_name(s.math);
+  row.kernel = kernel;
+  return row;
+}
+
 void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const BenchOptions& o,
                 double copy_gbs, const std::string& header, const std::vector<double>& frame_us) {
   if (o.json) {
@@ -313,7 +323,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
     } else {
       const bool one = r.gbs > 0;
       std::snprintf(line, sizeof line,
-                    "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %4d %6zu %5zu %4d %4.0f%% "
+                    "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %6s %4d %6zu %5zu %4d %4.0f%% "
                     "%-9s %4.0f%% %-9s\n",
                     r.stage.c_str(), r.variant.c_str(), r.block.c_str(), r.math.c_str(),
                     r.kernel.c_str(), r.median_us, r.p95_us, one ? fmt("%.1f", r.gbs).c_str() : "-",
@@ -403,8 +413,7 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
           if (!copy_at.count(half)) copy_at[half] = measure_copy_bandwidth(half, 50);
           const double copy_same = copy_at[half];
           for (size_t n = 0; n < recs.size(); ++n) {
-            BenchRow row{configured.op->def.name, variants[v].name, b.str(), math_name(m),
-                         recs[n].kernel};
+            BenchRow row = bench_row(cfg, recs[n].kernel);
             row.median_us = median(per_launch[n]);
             row.p95_us = percentile(per_launch[n], 95);
             if (recs.size() == 1) {
@@ -416,7 +425,7 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
             rows.push_back(row);
           }
           if (recs.size() > 1) {
-            BenchRow row{configured.op->def.name, variants[v].name, b.str(), math_name(m), ""};
+            BenchRow row = bench_row(cfg, "");
             row.total = true;
             row.median_us = median(stage_us);
             row.p95_us = percentile(stage_us, 95);
