@@ -9,7 +9,7 @@
 #include <string>
 
 #include "app/io/npy.h"
-#include "gpu.h"
+#include "support.h"
 
 namespace fs = std::filesystem;
 

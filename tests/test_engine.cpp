@@ -5,7 +5,7 @@
 #include <set>
 
 #include "app/io/image_source.h"
-#include "gpu.h"
+#include "support.h"
 #include "runner.h"
 #include "stats.h"
 

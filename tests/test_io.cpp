@@ -25,7 +25,7 @@
 
 #include "app/io/image_source.h"
 #include "app/io/npy.h"
-#include "gpu.h"
+#include "support.h"
 #include "check.h"
 #include "image.h"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "app/io/image_source.h"
-#include "gpu.h"
+#include "support.h"
 #include "registry.h"
 
 #if defined(LAB_WITH_OPENCV)

@@ -144,13 +144,12 @@ void Runner::set_input(const HostImage& img) {
   write_slot("input", img);
 }
 
-StageArgs Runner::args_for(size_t i, const ResolvedStage& cfg) const {
+StageArgs Runner::args_for(const ResolvedStage& cfg) const {
   StageArgs a;
   for (const auto& name : cfg.op->def.inputs) a.in.push_back(m_slots.at(name).ref());
   for (const auto& name : cfg.op->def.outputs) a.out.push_back(m_slots.at(name).ref());
   a.params = cfg.params;
   a.block = cfg.block;
-  (void)i;
   return a;
 }
 
@@ -159,7 +158,7 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
   if (s.op != m_stages.at(i).op)
     throw Error(ErrorKind::Internal,
                 "run_stage: stage " + std::to_string(i) + " is not " + s.op->def.name);
-  const StageArgs args = args_for(i, s);
+  const StageArgs args = args_for(s);
   if (m_backend == Backend::Cpu) {
     const auto t0 = std::chrono::steady_clock::now();
     s.op->def.reference(args);

@@ -125,7 +125,7 @@ class Runner {
     std::map<std::pair<int, size_t>, int> blocks_per_sm;  // by (threads, dynamic smem)
   };
 
-  StageArgs args_for(size_t i, const ResolvedStage& cfg) const;
+  StageArgs args_for(const ResolvedStage& cfg) const;
   const FuncInfo& func_info(const void* func);
   void fill_occupancy(LaunchRecord& r);
 

@@ -321,52 +321,34 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
   throw Error(ErrorKind::Usage, "blur v3_smem_tile: no instantiation for block " + b.str());
 }
 
-template <int BLUR_ROWS>
-static void launch_v4_rows(LaunchContext& ctx, const StageArgs& a, const char* name) {
-  const auto src = a.in[0].view<const float>();
+// The row-strip kernels: `rows` outputs per thread, `pixels` per thread in x (4 for float4).
+static void launch_strip(LaunchContext& ctx, const StageArgs& a, int pixels, int rows,
+                         void (*kernel)(ImageView<const float>, ImageView<float>),
+                         const char* name) {
   const auto dst = a.out[0].view<float>();
-  launch(ctx, name, blur_v4_rows_kernel<BLUR_ROWS>,
-         grid_2d(dst.width, (dst.height + BLUR_ROWS - 1) / BLUR_ROWS, a.block),
-         dim3(a.block.x, a.block.y), 0, src, dst);
+  launch(ctx, name, kernel,
+         grid_2d((dst.width + pixels - 1) / pixels, (dst.height + rows - 1) / rows, a.block),
+         dim3(a.block.x, a.block.y), 0, a.in[0].view<const float>(), dst);
 }
 
-template <int BLUR_ROWS>
-static void launch_v5_rows(LaunchContext& ctx, const StageArgs& a, const char* name) {
-  const auto src = a.in[0].view<const float>();
-  const auto dst = a.out[0].view<float>();
-  launch(ctx, name, blur_v5_rows_shfl_kernel<BLUR_ROWS>,
-         grid_2d(dst.width, (dst.height + BLUR_ROWS - 1) / BLUR_ROWS, a.block),
-         dim3(a.block.x, a.block.y), 0, src, dst);
+static void launch_v4(LaunchContext& c, const StageArgs& a) {
+  launch_strip(c, a, 1, 8, blur_v4_rows_kernel<8>, "blur_v4_rows");
+}
+static void launch_v5(LaunchContext& c, const StageArgs& a) {
+  launch_strip(c, a, 1, 8, blur_v5_rows_shfl_kernel<8>, "blur_v5_rows_shfl");
+}
+static void launch_v6(LaunchContext& c, const StageArgs& a) {
+  launch_strip(c, a, 1, 16, blur_v5_rows_shfl_kernel<16>, "blur_v6_rows16_shfl");
+}
+static void launch_v7(LaunchContext& c, const StageArgs& a) {
+  launch_strip(c, a, 4, 8, blur_v7_float4_kernel<8>, "blur_v7_float4");
+}
+static void launch_v8(LaunchContext& c, const StageArgs& a) {
+  launch_strip(c, a, 4, 16, blur_v7_float4_kernel<16>, "blur_v8_float4_rows16");
 }
 
 static size_t v3_smem(Block b) {
   return sizeof(float) * size_t(b.y + 2 * BLUR_R) * ((b.x + 2 * BLUR_R + 1) + b.x);
-}
-
-template <int ROWS>
-static void launch_float4(LaunchContext& ctx, const StageArgs& a, const char* name) {
-  const auto src = a.in[0].view<const float>();
-  const auto dst = a.out[0].view<float>();
-  launch(ctx, name, blur_v7_float4_kernel<ROWS>,
-         grid_2d((dst.width + 3) / 4, (dst.height + ROWS - 1) / ROWS, a.block),
-         dim3(a.block.x, a.block.y), 0, src, dst);
-}
-
-static void launch_v7(LaunchContext& c, const StageArgs& a) {
-  launch_float4<8>(c, a, "blur_v7_float4");
-}
-static void launch_v8(LaunchContext& c, const StageArgs& a) {
-  launch_float4<16>(c, a, "blur_v8_float4_rows16");
-}
-
-static void launch_v4(LaunchContext& c, const StageArgs& a) {
-  launch_v4_rows<8>(c, a, "blur_v4_rows");
-}
-static void launch_v5(LaunchContext& c, const StageArgs& a) {
-  launch_v5_rows<8>(c, a, "blur_v5_rows_shfl");
-}
-static void launch_v6(LaunchContext& c, const StageArgs& a) {
-  launch_v5_rows<16>(c, a, "blur_v6_rows16_shfl");
 }
 
 // ---- variant table ---------------------------------------------------------------------------

@@ -233,36 +233,29 @@ static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
   throw Error(ErrorKind::Usage, "harris v2_smem_products: no instantiation for block " + b.str());
 }
 
-template <int HARRIS_ROWS>
-static void launch_v3_rows(LaunchContext& ctx, const StageArgs& a, const char* name) {
+using RowsKernel = void (*)(ImageView<const float>, ImageView<const float>, ImageView<float>,
+                            float);
+
+static void launch_rows(LaunchContext& ctx, const StageArgs& a, int rows, RowsKernel kernel,
+                        const char* name) {
   const auto dst = a.out[0].view<float>();
-  launch(ctx, name, harris_v3_rows_kernel<HARRIS_ROWS>,
-         grid_2d(dst.width, (dst.height + HARRIS_ROWS - 1) / HARRIS_ROWS, a.block),
+  launch(ctx, name, kernel, grid_2d(dst.width, (dst.height + rows - 1) / rows, a.block),
          dim3(a.block.x, a.block.y), 0, a.in[0].view<const float>(), a.in[1].view<const float>(),
          dst, decode_params<HarrisParams>(a.params).k);
 }
 
-template <int HARRIS_ROWS>
-static void launch_v4_rows(LaunchContext& ctx, const StageArgs& a, const char* name) {
-  const auto dst = a.out[0].view<float>();
-  launch(ctx, name, harris_v4_rows_shfl_kernel<HARRIS_ROWS>,
-         grid_2d(dst.width, (dst.height + HARRIS_ROWS - 1) / HARRIS_ROWS, a.block),
-         dim3(a.block.x, a.block.y), 0, a.in[0].view<const float>(), a.in[1].view<const float>(),
-         dst, decode_params<HarrisParams>(a.params).k);
+static void launch_v3(LaunchContext& c, const StageArgs& a) {
+  launch_rows(c, a, 8, harris_v3_rows_kernel<8>, "harris_v3_rows");
+}
+static void launch_v4(LaunchContext& c, const StageArgs& a) {
+  launch_rows(c, a, 8, harris_v4_rows_shfl_kernel<8>, "harris_v4_rows_shfl");
+}
+static void launch_v5(LaunchContext& c, const StageArgs& a) {
+  launch_rows(c, a, 16, harris_v3_rows_kernel<16>, "harris_v5_rows16");
 }
 
 static size_t v2_smem(Block b) {
   return sizeof(float) * 3 * (size_t(b.y + 2) * (b.x + 2) + size_t(b.y + 2) * b.x);
-}
-
-static void launch_v3(LaunchContext& c, const StageArgs& a) {
-  launch_v3_rows<8>(c, a, "harris_v3_rows");
-}
-static void launch_v4(LaunchContext& c, const StageArgs& a) {
-  launch_v4_rows<8>(c, a, "harris_v4_rows_shfl");
-}
-static void launch_v5(LaunchContext& c, const StageArgs& a) {
-  launch_v3_rows<16>(c, a, "harris_v5_rows16");
 }
 
 // ---- variant table ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@
 // Bench: kernel-lab bench --stage letterbox --sweep-variants --input synthetic:1920x1080
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "launch.cuh"
@@ -362,96 +363,47 @@ static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
          taps + g.rw, g);
 }
 
-static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
+// v2..v5 share one signature and differ in the rows each thread produces; each exists for 1, 3
+// and 4 channels.
+using FusedKernel = void (*)(ImageView<const uint8_t>, ImageView<float>, const AxisTap*,
+                             const AxisTap*, LetterboxGeometry);
+
+static void launch_fused(LaunchContext& ctx, const StageArgs& a, int rows, const char* name,
+                         const FusedKernel (&by_channels)[3]) {
   const auto src = a.in[0].view<const uint8_t>();
   const auto dst = a.out[0].view<float>();
   const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
   const AxisTap* taps = device_taps(ctx, src.width, src.height, g);
-  const dim3 grid = grid_2d(dst.width, dst.height, a.block), block(a.block.x, a.block.y);
-  const AxisTap* yt = taps + g.rw;
-  switch (src.channels) {
-    case 1:
-      launch(ctx, "letterbox_v2_fused<1>", letterbox_v2_fused_kernel<1>, grid, block, 0, src, dst,
-             taps, yt, g);
-      break;
-    case 3:
-      launch(ctx, "letterbox_v2_fused<3>", letterbox_v2_fused_kernel<3>, grid, block, 0, src, dst,
-             taps, yt, g);
-      break;
-    default:
-      launch(ctx, "letterbox_v2_fused<4>", letterbox_v2_fused_kernel<4>, grid, block, 0, src, dst,
-             taps, yt, g);
-  }
+  const int k = src.channels == 1 ? 0 : (src.channels == 3 ? 1 : 2);
+  const std::string label = std::string(name) + "<" + std::to_string(src.channels) + ">";
+  launch(ctx, label.c_str(), by_channels[k],
+         grid_2d(dst.width, (dst.height + rows - 1) / rows, a.block), dim3(a.block.x, a.block.y), 0,
+         src, dst, taps, taps + g.rw, g);
+}
+
+static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
+  static const FusedKernel k[3] = {letterbox_v2_fused_kernel<1>, letterbox_v2_fused_kernel<3>,
+                                   letterbox_v2_fused_kernel<4>};
+  launch_fused(ctx, a, 1, "letterbox_v2_fused", k);
 }
 
 static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
-  const auto src = a.in[0].view<const uint8_t>();
-  const auto dst = a.out[0].view<float>();
-  const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
-  const AxisTap* taps = device_taps(ctx, src.width, src.height, g);
-  const dim3 grid = grid_2d(dst.width, (dst.height + LETTERBOX_ROWS - 1) / LETTERBOX_ROWS, a.block);
-  const dim3 block(a.block.x, a.block.y);
-  const AxisTap* yt = taps + g.rw;
-  switch (src.channels) {
-    case 1:
-      launch(ctx, "letterbox_v3_rows<1>", letterbox_v3_rows_kernel<1>, grid, block, 0, src, dst,
-             taps, yt, g);
-      break;
-    case 3:
-      launch(ctx, "letterbox_v3_rows<3>", letterbox_v3_rows_kernel<3>, grid, block, 0, src, dst,
-             taps, yt, g);
-      break;
-    default:
-      launch(ctx, "letterbox_v3_rows<4>", letterbox_v3_rows_kernel<4>, grid, block, 0, src, dst,
-             taps, yt, g);
-  }
+  static const FusedKernel k[3] = {letterbox_v3_rows_kernel<1>, letterbox_v3_rows_kernel<3>,
+                                   letterbox_v3_rows_kernel<4>};
+  launch_fused(ctx, a, LETTERBOX_ROWS, "letterbox_v3_rows", k);
 }
 
 static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
-  const auto src = a.in[0].view<const uint8_t>();
-  const auto dst = a.out[0].view<float>();
-  const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
-  const AxisTap* taps = device_taps(ctx, src.width, src.height, g);
-  const dim3 grid = grid_2d(dst.width, (dst.height + LETTERBOX_ROWS - 1) / LETTERBOX_ROWS, a.block);
-  const dim3 block(a.block.x, a.block.y);
-  const AxisTap* yt = taps + g.rw;
-  switch (src.channels) {
-    case 1:
-      launch(ctx, "letterbox_v4_words<1>", letterbox_v4_words_kernel<1>, grid, block, 0, src, dst,
-             taps, yt, g);
-      break;
-    case 3:
-      launch(ctx, "letterbox_v4_words<3>", letterbox_v4_words_kernel<3>, grid, block, 0, src, dst,
-             taps, yt, g);
-      break;
-    default:
-      launch(ctx, "letterbox_v4_words<4>", letterbox_v4_words_kernel<4>, grid, block, 0, src, dst,
-             taps, yt, g);
-  }
+  static const FusedKernel k[3] = {letterbox_v4_words_kernel<1>, letterbox_v4_words_kernel<3>,
+                                   letterbox_v4_words_kernel<4>};
+  launch_fused(ctx, a, LETTERBOX_ROWS, "letterbox_v4_words", k);
 }
 
 static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
-  const auto src = a.in[0].view<const uint8_t>();
-  const auto dst = a.out[0].view<float>();
-  const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
-  const AxisTap* taps = device_taps(ctx, src.width, src.height, g);
-  const dim3 grid =
-      grid_2d(dst.width, (dst.height + LETTERBOX_REUSE_ROWS - 1) / LETTERBOX_REUSE_ROWS, a.block);
-  const dim3 block(a.block.x, a.block.y);
-  const AxisTap* yt = taps + g.rw;
-  switch (src.channels) {
-    case 1:
-      launch(ctx, "letterbox_v5_row_reuse<1>", letterbox_v5_row_reuse_kernel<1>, grid, block, 0,
-             src, dst, taps, yt, g);
-      break;
-    case 3:
-      launch(ctx, "letterbox_v5_row_reuse<3>", letterbox_v5_row_reuse_kernel<3>, grid, block, 0,
-             src, dst, taps, yt, g);
-      break;
-    default:
-      launch(ctx, "letterbox_v5_row_reuse<4>", letterbox_v5_row_reuse_kernel<4>, grid, block, 0,
-             src, dst, taps, yt, g);
-  }
+  static const FusedKernel k[3] = {letterbox_v5_row_reuse_kernel<1>,
+                                   letterbox_v5_row_reuse_kernel<3>,
+                                   letterbox_v5_row_reuse_kernel<4>};
+  launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, "letterbox_v5_row_reuse", k);
 }
 
 // ---- variant table ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// Test helpers: the GPU decorator and the test data folder.
+// Test helpers: the GPU test-case decorator and the test data folder.
 #pragma once
 
 #include <doctest/doctest.h>

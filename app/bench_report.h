@@ -1,0 +1,27 @@
+// The bench report: one row per launch (or stage total), as a table, CSV or JSON.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "app/commands.h"
+#include "runner.h"
+
+namespace lab::app {
+
+struct BenchRow {
+  std::string stage, variant, block, math, kernel;
+  double median_us = 0, p95_us = 0, gbs = 0, pct_copy = 0;
+  double pct_copy_same = 0;  // of a copy moving the same bytes (same cache regime)
+  bool total = false;        // the stage's total over several launches
+  LaunchRecord rec;
+};
+
+BenchRow bench_row(const ResolvedStage& s, const std::string& kernel);
+
+// frame_us: {median, p95} of the whole configured pipeline, or empty.
+void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const BenchOptions& o,
+                double copy_gbs, const std::string& header, const std::vector<double>& frame_us);
+
+}  // namespace lab::app
