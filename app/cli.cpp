@@ -86,8 +86,8 @@ int run_cli(int argc, char** argv) {
   bench->add_flag("--sweep-blocks", bench_o.sweep_blocks, "every allowed block of each variant");
   bench->add_flag("--sweep-variants", bench_o.sweep_variants, "every variant of each stage");
   bench->add_flag("--sweep-math", bench_o.sweep_math, "both precise and fast math");
-  bench->add_flag("--csv", bench_o.csv, "CSV instead of a table");
-  bench->add_flag("--json", bench_o.json, "JSON instead of a table");
+  auto* csv = bench->add_flag("--csv", bench_o.csv, "CSV instead of a table");
+  bench->add_flag("--json", bench_o.json, "JSON instead of a table")->excludes(csv);
   bench->add_option("--out,-o", bench_o.out, "write the result to this file");
 
   CommonOptions run_c;

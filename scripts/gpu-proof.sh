@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from a carried bundle (scripts/build-gpu-bundle.sh): the GPU tests,
-# `check` for every stage x variant x block x math, compute-sanitizer (memcheck, racecheck,
-# initcheck) on `check`, and `bench` at 1280x736 and 3840x2160. Logs go to $OUT (or ./out).
+# `check` for every stage x variant x block x math, compute-sanitizer on `check` over inputs
+# that reach every code path (gray, BGR, BGRA, 1x1, odd sizes), and, unless LAB_PROOF_BENCH=0,
+# `bench` at 1280x736 and 3840x2160. Logs go to $OUT (or ./out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
@@ -18,14 +19,21 @@ step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
   step "$lab" check --input "$here/data/chessboard.png" --size 3840x2160
 } 2>&1 | tee "$out/tests.log"
 {
-  for tool in memcheck racecheck initcheck; do
-    step "$san" --tool $tool --error-exitcode 99 "$lab" check --input synthetic:640x480 --size 320x184
+  inputs=("synthetic:640x480 --size 320x184" "synthetic:1x1 --size 1x1" "synthetic:17x13 --size 17x13"
+          "$here/data/brick.png --size 257x131" "$here/data/chessboard.png --size 333x211")
+  for tool in memcheck initcheck; do
+    for in in "${inputs[@]}"; do
+      # shellcheck disable=SC2086
+      step "$san" --tool $tool --error-exitcode 99 "$lab" check --input $in
+    done
   done
-} 2>&1 | tee "$out/sanitizer.log" | grep -E "^===|ERROR SUMMARY|configurations"
+  step "$san" --tool racecheck --error-exitcode 99 "$lab" check --input synthetic:640x480 --size 320x184
+} 2>&1 | tee "$out/sanitizer.log" | grep -E "^===|ERROR SUMMARY|RACECHECK SUMMARY|configurations"
+[ "${LAB_PROOF_BENCH:-1}" = 0 ] && exit 0
 {
   step "$lab" bench --sweep-variants --input synthetic:1920x1080 --size 1280x736 --reps 200
   step "$lab" bench --sweep-variants --input synthetic:3840x2160 --size 3840x2160 --reps 200
   step "$lab" bench --stage letterbox --sweep-variants --input synthetic:3840x2160 --reps 200
   step "$lab" bench --sweep-variants --sweep-blocks --sweep-math --input synthetic:1920x1080 --size 1280x736 --csv --out "$out/sweep-1280x736.csv"
-  step "$lab" bench --sweep-variants --sweep-blocks --input synthetic:3840x2160 --size 3840x2160 --csv --out "$out/sweep-3840x2160.csv"
+  step "$lab" bench --sweep-variants --sweep-blocks --input synthetic:3840x2160 --size 3840x2160 --reps 50 --csv --out "$out/sweep-3840x2160.csv"
 } 2>&1 | tee "$out/bench.log"

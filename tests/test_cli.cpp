@@ -1,14 +1,18 @@
 // The kernel-lab executable, end to end: help, exit codes for bad input, and `run --dump`.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "app/io/image_source.h"
 #include "app/io/npy.h"
+#include "runner.h"
 #include "support.h"
 
 namespace fs = std::filesystem;
@@ -84,6 +88,7 @@ TEST_SUITE("cpu") {
         {"check --block blur=64x32", "1024"},
         {"check --block blur=7x5", "allowed"},
         {"check --block blur=axb", "WxH"},
+        {"check --block blur=65536x65536", "1024"},
         {"check --math turbo", "precise or fast"},
         {"check --param harris.q=1", "unknown parameter 'harris.q'"},
         {"check --param harris.k=9", "outside"},
@@ -119,6 +124,17 @@ TEST_SUITE("cpu") {
       INFO(f << "\n" << r.out);
       CHECK(r.code == 65);
     }
+    // Not regular files: a device that never ends and a FIFO that would block.
+    CHECK(lab_cli("check" + kCpu + "--input /dev/zero").code == 65);
+    const std::string fifo = (d / "fifo.png").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK(lab_cli("check" + kCpu + "--input " + fifo).code == 65);
+    // A file whose name starts with "synthetic" is a file.
+    fs::copy_file(data_path("brick.png"), d / "synthetic_g.png");
+    const Result named = lab_cli("run" + kCpu + "--frames 2 --size 64x64 --input " +
+                                 (d / "synthetic_g.png").string());
+    CHECK(named.code == 0);
+    CHECK(has(named, "512x512x1 u8"));
     const Result huge =
         lab_cli("check" + kCpu + "--max-pixels 1000 --input " + data_path("astronaut.png"));
     CHECK(huge.code == 65);
@@ -152,6 +168,21 @@ TEST_SUITE("cpu") {
     }
     const lab::HostImage in = lab::io::read_npy((d / "input.npy").string());
     CHECK(in.desc() == lab::ImageDesc{451, 300, 3, lab::PixelType::U8});
+    // The values are the pipeline's: the same run in-process gives the same bytes.
+    lab::Runner runner(lab::Backend::Cpu);
+    lab::PipelineConfig p = lab::default_pipeline();
+    lab::apply_size(p, "200x120");
+    const lab::HostImage src = lab::io::load_image(data_path("chelsea.png"));
+    runner.configure(p, src.desc());
+    runner.set_input(src);
+    runner.run();
+    for (const char* slot : {"input", "letterbox", "blur", "grad_x", "grad_y", "harris"}) {
+      const lab::HostImage dumped = lab::io::read_npy((d / (std::string(slot) + ".npy")).string());
+      const lab::HostImage direct = runner.read_slot(slot);
+      REQUIRE(dumped.desc() == direct.desc());
+      CHECK_MESSAGE(
+          std::equal(direct.bytes(), direct.bytes() + direct.desc().bytes(), dumped.bytes()), slot);
+    }
     // Unwritable dump folder: 73.
     const Result bad = lab_cli("run" + kCpu + "--input synthetic:8x8 --dump " +
                                (d / "letterbox.npy" / "sub").string());

@@ -55,6 +55,10 @@ TEST_SUITE("cpu") {
         CHECK(!vd.delta.empty());
         CHECK(block_refusal(vd, vd.default_block, nullptr).empty());
         for (const Block& b : vd.blocks) CHECK(b.threads() <= 1024);
+        // Warp-shuffle and float4 kernels need each warp on 32 consecutive x of one row.
+        if (vd.name.find("shfl") != std::string::npos ||
+            vd.name.find("float4") != std::string::npos)
+          for (const Block& b : vd.blocks) CHECK_MESSAGE(b.x % 32 == 0, b.str());
       }
     }
     CHECK_THROWS_AS(find_op("nope"), Error);

@@ -46,6 +46,9 @@ void check_size(const std::string& path, long long width, long long height,
   }
 }
 
+// stb takes an int length; no 8-bit image under the pixel cap compresses to more than this.
+constexpr uintmax_t kMaxFileBytes = uintmax_t(INT_MAX);
+
 std::vector<uint8_t> read_file(const std::string& path) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -55,6 +58,13 @@ std::vector<uint8_t> read_file(const std::string& path) {
   if (st.type() == fs::file_type::directory) {
     fail(ErrorKind::NoInput, path, "is a directory, not an image file");
   }
+  // Devices, pipes and sockets could block or never end (/dev/zero): image files only.
+  if (st.type() != fs::file_type::regular) fail(ErrorKind::Data, path, "not a regular file");
+  const auto file_bytes = fs::file_size(path, ec);
+  if (!ec && file_bytes > kMaxFileBytes)
+    fail(ErrorKind::Data, path,
+         "file is " + std::to_string(file_bytes) + " bytes, over the " +
+             std::to_string(kMaxFileBytes) + "-byte limit of an image file");
 
   // stdio rather than iostreams: errno then reliably says why an open or read failed.
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
@@ -62,16 +72,14 @@ std::vector<uint8_t> read_file(const std::string& path) {
     fail(ErrorKind::Io, path, std::string("cannot open for reading: ") + std::strerror(errno));
 
   std::vector<uint8_t> bytes;
-  if (st.type() == fs::file_type::regular) {
-    const auto size = fs::file_size(path, ec);
-    if (!ec) bytes.reserve(size_t(size));
-  }
-  // Read in chunks so pipes and files whose size changes still work.
+  if (!ec) bytes.reserve(size_t(file_bytes));
+  // Read in chunks, bounded, so a file that grows while we read cannot run away.
   uint8_t chunk[1 << 16];
   for (;;) {
     const size_t n = std::fread(chunk, 1, sizeof(chunk), f.get());
     bytes.insert(bytes.end(), chunk, chunk + n);
     if (n < sizeof(chunk)) break;
+    if (bytes.size() > kMaxFileBytes) fail(ErrorKind::Data, path, "file grew past the size limit");
   }
   if (std::ferror(f.get())) {
     fail(ErrorKind::Io, path, std::string("read failed: ") + std::strerror(errno));
@@ -88,7 +96,10 @@ HostImage decode_with_opencv(const std::string& path, const std::vector<uint8_t>
     const cv::Mat buf(1, int(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
     m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception& e) {
-    fail(ErrorKind::Data, path, "not an image or corrupt (" + std::string(e.what()) + ")");
+    std::string msg = e.what();  // OpenCV's text spans lines; our errors are one line
+    for (char& c : msg)
+      if (c == '\n' || c == '\r') c = ' ';
+    fail(ErrorKind::Data, path, "not an image or corrupt (" + msg + ")");
   }
   if (m.empty() || m.dims != 2) fail(ErrorKind::Data, path, "not an image or corrupt");
 
@@ -446,6 +457,13 @@ HostImage load_image(const std::string& path, const LoadOptions& opt) {
   int w = 0, h = 0, comp = 0;
   const bool known = stbi_info_from_memory(bytes.data(), len, &w, &h, &comp) != 0;
   if (known) check_size(path, w, h, opt);
+  // stb refuses headers over 2^24 pixels a side or 2^30 bytes: far over any sane cap, and
+  // OpenCV would decode them before we could check.
+  const char* why = known ? nullptr : stbi_failure_reason();
+  if (why && std::string(why) == "too large")
+    fail(ErrorKind::Data, path,
+         "image header declares a size too large to decode; --max-pixels is " +
+             std::to_string(opt.max_pixels));
 
 #if defined(LAB_WITH_OPENCV)
   HostImage img;

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ const char* math_name(MathMode m);
 struct Block {
   int x = 32;
   int y = 8;
-  int threads() const { return x * y; }
+  long long threads() const { return (long long)x * y; }
   bool operator==(const Block& o) const { return x == o.x && y == o.y; }
   bool operator!=(const Block& o) const { return !(*this == o); }
   std::string str() const { return std::to_string(x) + "x" + std::to_string(y); }
@@ -56,9 +57,10 @@ class LaunchContext {
   // Device scratch owned by the stage, kept across frames, grown on demand. `slot` lets a
   // variant hold several scratch buffers.
   virtual void* scratch(size_t bytes, int slot = 0) = 0;
-  // Device memory owned by the stage for data that depends only on `key` (say, sizes):
-  // `*stale` is true when the caller must (re)fill it.
-  virtual void* persistent(size_t bytes, uint64_t key, bool* stale) = 0;
+  // Device memory owned by the stage for data that depends only on `key` (say, sizes). `fill`
+  // runs when the key changed; the memory counts as filled only once `fill` returns, so a fill
+  // that throws is retried on the next launch.
+  virtual void* persistent(size_t bytes, uint64_t key, const std::function<void(void*)>& fill) = 0;
   // Validates the shape against the kernel's attributes and the device, records the start.
   virtual void before_launch(const void* func, const char* name, dim3 grid, dim3 block,
                              size_t smem) = 0;

@@ -46,7 +46,7 @@ PipelineConfig default_pipeline() {
 
 std::string block_refusal(const VariantDef& v, Block b, const DeviceInfo* dev) {
   if (b.x < 1 || b.y < 1) return "a block needs at least one thread in x and y";
-  const int max_threads = dev && dev->present ? dev->max_threads_per_block : 1024;
+  const long long max_threads = dev && dev->present ? dev->max_threads_per_block : 1024;
   if (b.threads() > max_threads)
     return std::to_string(b.threads()) + " threads is over the " + std::to_string(max_threads) +
            "-thread limit of a CUDA block";

@@ -25,10 +25,13 @@ class Runner::Context : public LaunchContext {
     return s[slot].data();
   }
 
-  void* persistent(size_t bytes, uint64_t key, bool* stale) override {
+  void* persistent(size_t bytes, uint64_t key, const std::function<void(void*)>& fill) override {
     StageState& st = m_r.m_state[m_stage];
-    *stale = !st.persistent_valid || st.persistent_key != key || st.persistent.size() < bytes;
+    if (st.persistent_valid && st.persistent_key == key && st.persistent.size() >= bytes)
+      return st.persistent.data();
+    st.persistent_valid = false;
     if (st.persistent.size() < bytes) st.persistent = DeviceBuffer(bytes);
+    fill(st.persistent.data());
     st.persistent_key = key;
     st.persistent_valid = true;
     return st.persistent.data();
@@ -42,6 +45,10 @@ class Runner::Context : public LaunchContext {
       throw Error(ErrorKind::Usage, std::string(name) + ": " + std::to_string(threads) +
                                         " threads per block; this kernel can launch at most " +
                                         std::to_string(fi.attrs.max_threads));
+    if (grid.y > 65535 || grid.z > 65535 || grid.x == 0 || grid.y == 0 || grid.z == 0)
+      throw Error(ErrorKind::Usage, std::string(name) + ": grid " + std::to_string(grid.x) + "x" +
+                                        std::to_string(grid.y) + "x" + std::to_string(grid.z) +
+                                        " is outside CUDA's limits (y and z at most 65535)");
     const DeviceInfo& dev = device_info();
     if (fi.attrs.static_smem + smem > dev.smem_per_block)
       throw Error(ErrorKind::Usage, std::string(name) + ": needs " +

@@ -374,7 +374,8 @@ OpDef blur_op() {
       "weights sum to 1: float summation error <= ~25 ulp of max|x|; fast math only flushes "
       "denormals";
   // clang-format off
-  op.default_variant = "v6_rows16_shfl";  // fastest at 1280x736 and 4K (BENCHMARKS.md)
+  // Fastest at 1280x736 (ties v4, v5); within 1 % of v7/v8 at 4K, where those need 256x1.
+  op.default_variant = "v6_rows16_shfl";
   op.variants = {
       {"v1_naive_2d", "each thread reads its 5x5 window from global memory (25 loads)",
        any, {32, 8}, launch_v1, nullptr},

@@ -284,7 +284,8 @@ OpDef harris_op() {
       "det and trace^2 cancel: error of a few ulp of a*c, reported relative to max|R| (the "
       "spec's 1e-5); fast math only flushes denormals";
   // clang-format off
-  op.default_variant = "v3_rows";  // fastest at 1280x736 and 4K (BENCHMARKS.md)
+  // Fastest at 4K; v5 is 4 % faster at 1280x736 but 10 % slower at 4K (BENCHMARKS.md).
+  op.default_variant = "v3_rows";
   op.variants = {
       {"v1_direct", "3x3 windows of gx and gy through __ldg, products formed per tap",
        any, {32, 8}, launch_v1, nullptr},

@@ -136,12 +136,13 @@ namespace lab::ops::LAB_MATH_NS {
 // ---- kernels ---------------------------------------------------------------------------------
 
 // v1, pass 1: gray plane at source resolution.
+// The source may be taller than a grid can be in y (65535 blocks): rows stride by the grid.
 template <int C>
 __global__ void letterbox_v1_gray_kernel(ImageView<const uint8_t> src, ImageView<float> gray) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= src.width || y >= src.height) return;
-  gray.at(x, y) = gray_of(&src.at(x, y), C);
+  if (x >= src.width) return;
+  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < src.height; y += gridDim.y * blockDim.y)
+    gray.at(x, y) = gray_of(&src.at(x, y), C);
 }
 
 // v1, pass 2: bilinear resize of the gray plane into the letterbox.
@@ -324,18 +325,15 @@ __global__ void letterbox_v5_row_reuse_kernel(ImageView<const uint8_t> src, Imag
 static const AxisTap* device_taps(LaunchContext& ctx, int w, int h, const LetterboxGeometry& g) {
   const uint64_t key = (uint64_t(w) << 48) ^ (uint64_t(h) << 32) ^ (uint64_t(g.rw) << 16) ^
                        uint64_t(g.rh) ^ (uint64_t(g.ox) << 40) ^ (uint64_t(g.oy) << 24);
-  bool stale = false;
-  auto* taps =
-      static_cast<AxisTap*>(ctx.persistent(sizeof(AxisTap) * size_t(g.rw + g.rh), key, &stale));
-  if (stale) {
-    std::vector<AxisTap> host = resize_taps(w, g.rw);
-    const auto yt = resize_taps(h, g.rh);
-    host.insert(host.end(), yt.begin(), yt.end());
-    LAB_CUDA_CHECK(cudaMemcpyAsync(taps, host.data(), sizeof(AxisTap) * host.size(),
-                                   cudaMemcpyHostToDevice, ctx.stream()));
-    LAB_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));  // `host` dies here; once per size
-  }
-  return taps;
+  return static_cast<const AxisTap*>(
+      ctx.persistent(sizeof(AxisTap) * size_t(g.rw + g.rh), key, [&](void* taps) {
+        std::vector<AxisTap> host = resize_taps(w, g.rw);
+        const auto yt = resize_taps(h, g.rh);
+        host.insert(host.end(), yt.begin(), yt.end());
+        LAB_CUDA_CHECK(cudaMemcpyAsync(taps, host.data(), sizeof(AxisTap) * host.size(),
+                                       cudaMemcpyHostToDevice, ctx.stream()));
+        LAB_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));  // `host` dies here; once per size
+      }));
 }
 
 static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
@@ -346,7 +344,9 @@ static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
   const size_t gpitch = size_t(src.width) * sizeof(float);
   ImageView<float> gray{static_cast<float*>(ctx.scratch(gpitch * src.height)), src.width,
                         src.height, 1, gpitch};
-  const dim3 grid = grid_2d(src.width, src.height, a.block), block(a.block.x, a.block.y);
+  dim3 grid = grid_2d(src.width, src.height, a.block);
+  grid.y = std::min(grid.y, 65535u);  // the kernel strides over the rows beyond
+  const dim3 block(a.block.x, a.block.y);
   switch (src.channels) {
     case 1:
       launch(ctx, "letterbox_v1_gray<1>", letterbox_v1_gray_kernel<1>, grid, block, 0, src, gray);
@@ -368,12 +368,16 @@ static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
 using FusedKernel = void (*)(ImageView<const uint8_t>, ImageView<float>, const AxisTap*,
                              const AxisTap*, LetterboxGeometry);
 
-static void launch_fused(LaunchContext& ctx, const StageArgs& a, int rows, const char* name,
-                         const FusedKernel (&by_channels)[3]) {
+static void launch_fused(LaunchContext& ctx, const StageArgs& a, int rows, bool words,
+                         const char* name, const FusedKernel (&by_channels)[3]) {
   const auto src = a.in[0].view<const uint8_t>();
   const auto dst = a.out[0].view<float>();
   const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
   const AxisTap* taps = device_taps(ctx, src.width, src.height, g);
+  if (words && a.in[0].pitch < a.in[0].desc.row_bytes() + 12)
+    throw Error(ErrorKind::Usage, std::string(name) +
+                                      " loads whole words past a row's last pixel: it needs 12 "
+                                      "bytes of row padding (DeviceImage has 16)");
   const int k = src.channels == 1 ? 0 : (src.channels == 3 ? 1 : 2);
   const std::string label = std::string(name) + "<" + std::to_string(src.channels) + ">";
   launch(ctx, label.c_str(), by_channels[k],
@@ -384,26 +388,26 @@ static void launch_fused(LaunchContext& ctx, const StageArgs& a, int rows, const
 static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
   static const FusedKernel k[3] = {letterbox_v2_fused_kernel<1>, letterbox_v2_fused_kernel<3>,
                                    letterbox_v2_fused_kernel<4>};
-  launch_fused(ctx, a, 1, "letterbox_v2_fused", k);
+  launch_fused(ctx, a, 1, false, "letterbox_v2_fused", k);
 }
 
 static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
   static const FusedKernel k[3] = {letterbox_v3_rows_kernel<1>, letterbox_v3_rows_kernel<3>,
                                    letterbox_v3_rows_kernel<4>};
-  launch_fused(ctx, a, LETTERBOX_ROWS, "letterbox_v3_rows", k);
+  launch_fused(ctx, a, LETTERBOX_ROWS, false, "letterbox_v3_rows", k);
 }
 
 static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
   static const FusedKernel k[3] = {letterbox_v4_words_kernel<1>, letterbox_v4_words_kernel<3>,
                                    letterbox_v4_words_kernel<4>};
-  launch_fused(ctx, a, LETTERBOX_ROWS, "letterbox_v4_words", k);
+  launch_fused(ctx, a, LETTERBOX_ROWS, true, "letterbox_v4_words", k);
 }
 
 static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
   static const FusedKernel k[3] = {letterbox_v5_row_reuse_kernel<1>,
                                    letterbox_v5_row_reuse_kernel<3>,
                                    letterbox_v5_row_reuse_kernel<4>};
-  launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, "letterbox_v5_row_reuse", k);
+  launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, "letterbox_v5_row_reuse", k);
 }
 
 // ---- variant table ---------------------------------------------------------------------------
