@@ -31,9 +31,11 @@ constexpr const char* kFooter =
     "74 I/O error.";
 
 void add_common(CLI::App* cmd, CommonOptions& o) {
-  cmd->add_option("--input,-i", o.input,
-                  "synthetic (built in, 1920x1080), synthetic:WxH, or an image file "
-                  "(8-bit gray, BGR or BGRA)")
+  cmd->add_option(
+         "--input,-i", o.input,
+         "synthetic[:WxH[@FPS]] (built in, animated; default 1920x1080), an image file "
+         "(8-bit gray, BGR or BGRA), a folder of images, a video file, camera:N[:WxH[@FPS]] "
+         "(V4L2), or gst:PIPELINE (ending in appsink)")
       ->capture_default_str();
   cmd->add_option("--device", o.device, "auto (cuda when a GPU is present), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))

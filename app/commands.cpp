@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <cstdio>
@@ -12,6 +13,8 @@
 #include <sstream>
 
 #include "app/bench_report.h"
+#include "app/io/capture.h"
+#include "app/io/frame_source.h"
 #include "app/io/npy.h"
 #include "stats.h"
 
@@ -46,19 +49,47 @@ std::string device_line(Backend b) {
 }
 
 struct Session {
+  PipelineConfig pipeline;
   Runner runner;
-  HostImage input;
+  std::unique_ptr<io::FrameSource> source;
+  HostImage input;  // the first frame
+  size_t skipped = 0;
 };
 
-// Loads the input, builds and configures the pipeline.
+// The next frame of a source read directly (files, synthetic, the first frame of a camera),
+// skipping corrupt frames, up to a bound.
+io::Frame next_frame(io::FrameSource& src, size_t& skipped) {
+  io::Frame f;
+  for (int tries = 0; tries < 100; ++tries) {
+    switch (src.read(f)) {
+      case io::ReadResult::Frame:
+        return f;
+      case io::ReadResult::Skip:
+        ++skipped;
+        continue;
+      case io::ReadResult::Stall:
+        continue;
+      case io::ReadResult::Lost:
+        throw Error(ErrorKind::NoInput, src.last_problem().empty() ? src.describe() + ": no frame"
+                                                                   : src.last_problem());
+    }
+  }
+  throw Error(ErrorKind::Data,
+              src.describe() + ": no decodable frame in 100 tries (" + src.last_problem() + ")");
+}
+
+// Opens the input, reads its first frame, builds and configures the pipeline.
 std::unique_ptr<Session> open_session(const CommonOptions& c) {
-  const PipelineConfig p = build_pipeline(c);
+  PipelineConfig p = build_pipeline(c);
   const Backend b = pick_backend(c.device);
-  io::LoadOptions lo;
-  lo.max_pixels = c.max_pixels;
-  HostImage in = io::load_input(c.input, lo);
-  auto s = std::unique_ptr<Session>(new Session{Runner(b), std::move(in)});
-  s->runner.configure(p, s->input.desc());
+  io::SourceOptions so;
+  so.max_pixels = c.max_pixels;
+  auto source = io::open_source(c.input, so);
+  size_t skipped = 0;
+  HostImage in = next_frame(*source, skipped).image;
+  auto s = std::unique_ptr<Session>(
+      new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped});
+  s->runner.configure(s->pipeline, s->input.desc());
   s->runner.set_input(s->input);
   return s;
 }
@@ -160,8 +191,7 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
   auto s = open_session(c);
   Runner& r = s->runner;
   const DeviceInfo& dev = device_info();
-  std::cout << device_line(r.backend()) << "\ninput: " << c.input << " " << s->input.desc().str()
-            << "\n";
+  std::cout << device_line(r.backend()) << "\ninput: " << s->source->describe() << "\n";
 
   if (r.backend() == Backend::Cpu) {
     // No kernels to check: run the references with poisoned outputs and make sure every value
@@ -256,8 +286,8 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
   const DeviceInfo& dev = device_info();
   const double copy_gbs = measure_copy_bandwidth();
   std::ostringstream header;
-  header << device_line(r.backend()) << "\ninput: " << c.input << " " << s->input.desc().str()
-         << "; warm-up " << o.warmup << ", median of " << o.reps << " timed runs, each launch "
+  header << device_line(r.backend()) << "\ninput: " << s->source->describe() << "; warm-up "
+         << o.warmup << ", median of " << o.reps << " timed runs, each launch "
          << "between its own CUDA event pair, queued behind a " << kQueueAheadUs
          << " us GPU-side delay (kernel time, not launch latency)\ndevice copy bandwidth "
             "(cudaMemcpy D2D 256 MiB, read "
@@ -370,19 +400,51 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
   }
   auto s = open_session(c);
   Runner& r = s->runner;
-  const bool synthetic = c.input == "synthetic" || c.input.rfind("synthetic:", 0) == 0;
-  std::cout << device_line(r.backend()) << "\ninput: " << c.input << " " << s->input.desc().str()
-            << "\n";
+  std::cout << device_line(r.backend()) << "\ninput: " << s->source->describe() << "\n";
   std::vector<std::vector<double>> ms(r.stages().size());
   std::vector<double> frame;
-  for (int f = 0; f < o.frames; ++f) {
-    if (synthetic && f > 0) {
-      const ImageDesc d = s->input.desc();
-      r.set_input(io::synthetic_frame(d.width, d.height, 1, f));
-    }
+  // A frame of another size (a camera's resolution changed, a slideshow of mixed sizes)
+  // reallocates the slots.
+  auto process = [&](const HostImage& img) {
+    if (img.desc() != r.slots()[0].desc) r.configure(s->pipeline, img.desc());
+    r.set_input(img);
     r.run();
     for (size_t i = 0; i < ms.size(); ++i) ms[i].push_back(r.stage_ms()[i]);
     frame.push_back(r.frame_ms());
+  };
+  process(s->input);
+  uint64_t dropped = 0;
+  if (!s->source->live()) {
+    // Files and the synthetic scene: every frame, in order.
+    for (int f = 1; f < o.frames; ++f) process(next_frame(*s->source, s->skipped).image);
+  } else if (o.frames > 1) {
+    // A camera runs on its own thread; the pipeline takes the newest frame, as the GUI does.
+    io::SourceOptions so;
+    so.max_pixels = c.max_pixels;
+    std::unique_ptr<io::FrameSource> first = std::move(s->source);
+    io::Capture cap([&]() -> std::unique_ptr<io::FrameSource> {
+      if (first) return std::move(first);
+      return io::open_source(c.input, so);
+    });
+    int done = 1;
+    auto waited = std::chrono::milliseconds(0);
+    while (done < o.frames) {
+      io::Frame f;
+      if (cap.wait_latest(f, std::chrono::milliseconds(500))) {
+        process(f.image);
+        ++done, waited = {};
+        continue;
+      }
+      waited += std::chrono::milliseconds(500);
+      const io::CaptureStats st = cap.stats();
+      std::cerr << "kernel-lab: " << capture_state_name(st.state)
+                << (st.problem.empty() ? "" : ": " + st.problem) << "\n";
+      if (waited >= std::chrono::seconds(10))
+        throw Error(ErrorKind::Io, "no frame for 10 s from " + c.input + ": " + st.problem);
+    }
+    const io::CaptureStats st = cap.stats();
+    dropped = st.dropped;
+    s->skipped += st.skipped;
   }
   const char* unit = r.backend() == Backend::Cuda ? "GPU" : "CPU";
   for (size_t i = 0; i < ms.size(); ++i)
@@ -390,8 +452,9 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
                 r.stages()[i].op->def.name.c_str(), r.stages()[i].variant_def().name.c_str(),
                 r.stages()[i].block.str().c_str(), math_name(r.stages()[i].math), unit,
                 median(ms[i]), percentile(ms[i], 95));
-  std::printf("frame: median %.3f ms, p95 %.3f ms over %d frame(s)\n", median(frame),
-              percentile(frame, 95), o.frames);
+  std::printf("frame: median %.3f ms, p95 %.3f ms over %zu frame(s); %llu dropped, %zu skipped\n",
+              median(frame), percentile(frame, 95), frame.size(), (unsigned long long)dropped,
+              s->skipped);
   if (!o.dump.empty()) {
     for (const SlotInfo& slot : r.slots()) {
       const std::string path = (std::filesystem::path(o.dump) / (slot.name + ".npy")).string();

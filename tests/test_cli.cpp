@@ -190,6 +190,22 @@ TEST_SUITE("cpu") {
     fs::remove_all(d.parent_path());
   }
 
+  TEST_CASE("cli: run over a video, a folder and an absent camera") {
+    const Result v =
+        lab_cli("run" + kCpu + "--frames 40 --size 160x120 --input " + data_path("tree.avi"));
+    INFO(v.out);
+    CHECK(v.code == 0);
+    CHECK(has(v, "video"));
+    CHECK(has(v, "over 40 frame(s); 0 dropped"));
+#if defined(LAB_WITH_OPENCV)
+    const Result cam = lab_cli("run" + kCpu + "--frames 3 --input camera:63");
+    CHECK(cam.code == 66);
+    CHECK(has(cam, "camera:63: no such camera"));
+    CHECK(cam.out.find('\n') == cam.out.size() - 1);  // one line, no OpenCV chatter
+#endif
+    CHECK(lab_cli("run" + kCpu + "--input camera:abc").code == 64);
+  }
+
   TEST_CASE("cli: bench needs a GPU and says so" * doctest::skip(lab::device_info().present)) {
     const Result r = lab_cli("bench --input synthetic:64x64 --reps 1");
     CHECK(r.code == 69);

@@ -1,0 +1,352 @@
+#include "app/io/frame_source.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "check.h"
+#include "pipeline.h"  // parse_wxh
+
+#if defined(LAB_WITH_OPENCV)
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+#include <opencv2/core/utils/logger.hpp>
+#include <opencv2/videoio.hpp>
+#endif
+
+namespace fs = std::filesystem;
+
+namespace lab::io {
+
+namespace {
+
+std::string lower_ext(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return std::tolower(c); });
+  return e;
+}
+
+bool is_video_ext(const std::string& e) {
+  static const char* const exts[] = {".avi", ".mp4",  ".mkv", ".mov", ".webm", ".m4v",
+                                     ".mpg", ".mpeg", ".wmv", ".flv", ".ts",   ".mjpeg"};
+  return std::find(std::begin(exts), std::end(exts), e) != std::end(exts);
+}
+
+bool is_image_ext(const std::string& e) {
+  static const char* const exts[] = {".png", ".jpg", ".jpeg", ".bmp",  ".pgm", ".ppm",
+                                     ".pnm", ".tif", ".tiff", ".webp", ".tga", ".gif"};
+  return std::find(std::begin(exts), std::end(exts), e) != std::end(exts);
+}
+
+// "WxH" or "WxH@FPS"; fps 0 when absent.
+bool parse_size_fps(const std::string& s, int& w, int& h, double& fps) {
+  const auto at = s.find('@');
+  const auto b = parse_wxh(s.substr(0, at));
+  if (!b) return false;
+  w = b->x, h = b->y, fps = 0;
+  if (at != std::string::npos) {
+    char* end = nullptr;
+    fps = std::strtod(s.c_str() + at + 1, &end);
+    if (*end != '\0' || !(fps > 0 && fps <= 1000)) return false;
+  }
+  return true;
+}
+
+class SyntheticSource : public FrameSource {
+ public:
+  SyntheticSource(int w, int h, double fps, uint64_t seed)
+      : m_w(w), m_h(h), m_fps(fps), m_seed(seed) {}
+  std::string describe() const override {
+    return "synthetic " + std::to_string(m_w) + "x" + std::to_string(m_h) + " @ " +
+           std::to_string(int(m_fps)) + " fps";
+  }
+  double fps() const override { return m_fps; }
+  ReadResult read(Frame& out) override {
+    out.image = synthetic_frame(m_w, m_h, m_seed, int(m_next % (1u << 30)));
+    out.index = m_next++;
+    return ReadResult::Frame;
+  }
+
+ private:
+  int m_w, m_h;
+  double m_fps;
+  uint64_t m_seed;
+  uint64_t m_next = 0;
+};
+
+class ImageFileSource : public FrameSource {
+ public:
+  ImageFileSource(const std::string& path, const LoadOptions& lo)
+      : m_path(path), m_image(load_image(path, lo)) {}
+  std::string describe() const override { return "image " + m_path + " " + m_image.desc().str(); }
+  ReadResult read(Frame& out) override {
+    out.image = m_image;
+    out.index = m_next++;
+    return ReadResult::Frame;
+  }
+
+ private:
+  std::string m_path;
+  HostImage m_image;
+  uint64_t m_next = 0;
+};
+
+// The images of a folder in name order, as a looping slideshow. An unreadable file is skipped
+// (and said), not fatal.
+class FolderSource : public FrameSource {
+ public:
+  FolderSource(const std::string& dir, const LoadOptions& lo) : m_dir(dir), m_load(lo) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.is_regular_file(ec) && is_image_ext(lower_ext(e.path()))) m_files.push_back(e.path());
+    if (ec) throw Error(ErrorKind::Io, dir + ": cannot list the folder: " + ec.message());
+    std::sort(m_files.begin(), m_files.end());
+    if (m_files.empty()) throw Error(ErrorKind::NoInput, dir + ": no image files in this folder");
+  }
+  std::string describe() const override {
+    return "folder " + m_dir + " (" + std::to_string(m_files.size()) + " images)";
+  }
+  ReadResult read(Frame& out) override {
+    const fs::path& f = m_files[m_pos];
+    m_pos = (m_pos + 1) % m_files.size();
+    try {
+      out.image = load_image(f.string(), m_load);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Usage) throw;
+      m_problem = e.what();
+      return ReadResult::Skip;
+    }
+    out.index = m_next++;
+    return ReadResult::Frame;
+  }
+
+ private:
+  std::string m_dir;
+  LoadOptions m_load;
+  std::vector<fs::path> m_files;
+  size_t m_pos = 0;
+  uint64_t m_next = 0;
+};
+
+#if defined(LAB_WITH_OPENCV)
+
+// OpenCV logs its own multi-line warnings when a backend fails to open something; the error
+// we throw is the one line the user should see.
+void quiet_opencv() {
+  cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+}
+
+// cv::Mat (8-bit gray, BGR or BGRA) -> HostImage.
+HostImage to_host(const cv::Mat& m) {
+  cv::Mat src = m;
+  if (src.depth() != CV_8U) src.convertTo(src, CV_8U);
+  if (src.channels() == 2) cv::cvtColor(src, src, cv::COLOR_GRAY2BGR);  // rare: YUYV passthrough
+  HostImage out(ImageDesc{src.cols, src.rows, src.channels(), PixelType::U8});
+  for (int y = 0; y < src.rows; ++y)
+    std::copy(src.ptr<uint8_t>(y), src.ptr<uint8_t>(y) + out.desc().row_bytes(),
+              out.bytes() + size_t(y) * out.pitch());
+  return out;
+}
+
+class VideoFileSource : public FrameSource {
+ public:
+  VideoFileSource(const std::string& path, const LoadOptions& lo) : m_path(path), m_load(lo) {
+    quiet_opencv();
+    if (!m_cap.open(path) || !m_cap.isOpened())
+      throw Error(ErrorKind::Data, path +
+                                       ": cannot decode this video (not a video, or a codec "
+                                       "OpenCV's FFmpeg lacks)");
+    m_count = int64_t(m_cap.get(cv::CAP_PROP_FRAME_COUNT));
+    m_fps = m_cap.get(cv::CAP_PROP_FPS);
+  }
+  std::string describe() const override {
+    return "video " + m_path + " " + std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_WIDTH))) +
+           "x" + std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_HEIGHT))) + " @ " +
+           std::to_string(int(m_fps + 0.5)) + " fps, " + std::to_string(m_count) + " frames";
+  }
+  double fps() const override { return m_fps; }
+  ReadResult read(Frame& out) override {
+    cv::Mat m;
+    if (!m_cap.read(m) || m.empty()) {
+      // A frame that does not decode: jump ahead, twice as far after each failure (a damaged
+      // stretch of a file can span many frames, and seeks into it fail too), until a frame
+      // decodes or the end is passed; then loop to the start.
+      if (m_bad_from < 0) m_bad_from = int64_t(m_cap.get(cv::CAP_PROP_POS_FRAMES));
+      const int64_t target = m_bad_from + m_jump;
+      m_jump *= 2;
+      if (m_count > 0 && target < m_count) {
+        m_problem = m_path + ": frame " + std::to_string(m_bad_from) + " does not decode";
+        m_cap.set(cv::CAP_PROP_POS_FRAMES, double(target));
+        return ReadResult::Skip;
+      }
+      m_bad_from = -1, m_jump = 1;
+      m_cap.set(cv::CAP_PROP_POS_FRAMES, 0);
+      if (!m_cap.read(m) || m.empty()) {  // not even the first frame: the file is broken
+        m_problem = m_path + ": no frame decodes";
+        return ReadResult::Lost;
+      }
+    }
+    m_bad_from = -1, m_jump = 1;
+    if (size_t(m.cols) * size_t(m.rows) > m_load.max_pixels) {
+      m_problem = m_path + ": frame over --max-pixels";
+      return ReadResult::Skip;
+    }
+    out.image = to_host(m);
+    out.index = m_next++;
+    return ReadResult::Frame;
+  }
+
+ private:
+  std::string m_path;
+  LoadOptions m_load;
+  cv::VideoCapture m_cap;
+  int64_t m_count = 0;
+  double m_fps = 0;
+  uint64_t m_next = 0;
+  int64_t m_bad_from = -1;  // where the current run of undecodable frames began
+  int64_t m_jump = 1;
+};
+
+// A live device through OpenCV: a V4L2 camera or a GStreamer pipeline.
+class LiveSource : public FrameSource {
+ public:
+  LiveSource(std::string name, int camera, std::string pipeline, int w, int h, double fps)
+      : m_name(std::move(name)),
+        m_camera(camera),
+        m_pipeline(std::move(pipeline)),
+        m_w(w),
+        m_h(h),
+        m_fps(fps) {
+    open();
+  }
+  std::string describe() const override {
+    return m_name + " " + std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_WIDTH))) + "x" +
+           std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_HEIGHT))) + " @ " +
+           std::to_string(int(m_cap.get(cv::CAP_PROP_FPS) + 0.5)) + " fps";
+  }
+  bool live() const override { return true; }
+  double fps() const override { return m_cap.get(cv::CAP_PROP_FPS); }
+  ReadResult read(Frame& out) override {
+    cv::Mat m;
+    if (!m_cap.read(m) || m.empty()) {
+      m_problem = m_name + ": no frame (unplugged or stopped?)";
+      return ReadResult::Lost;
+    }
+    out.image = to_host(m);
+    out.index = m_next++;
+    return ReadResult::Frame;
+  }
+
+ private:
+  void open() {
+    quiet_opencv();
+    bool ok = false;
+    if (m_pipeline.empty()) {
+      ok = m_cap.open(m_camera, cv::CAP_V4L2);
+      if (ok) {
+        // MJPG where offered (USB 2 bandwidth), and a one-frame queue: the view stays live
+        // instead of showing frames that waited in the driver's buffers.
+        m_cap.set(cv::CAP_PROP_FOURCC, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'));
+        m_cap.set(cv::CAP_PROP_BUFFERSIZE, 1);
+        if (m_w > 0)
+          m_cap.set(cv::CAP_PROP_FRAME_WIDTH, m_w), m_cap.set(cv::CAP_PROP_FRAME_HEIGHT, m_h);
+        if (m_fps > 0) m_cap.set(cv::CAP_PROP_FPS, m_fps);
+      }
+    } else {
+      ok = m_cap.open(m_pipeline, cv::CAP_GSTREAMER);
+    }
+    if (!ok || !m_cap.isOpened()) {
+      m_cap.release();
+      throw Error(ErrorKind::NoInput,
+                  m_pipeline.empty()
+                      ? m_name + ": no such camera, or it is busy (/dev/video" +
+                            std::to_string(m_camera) + ")"
+                      : m_name +
+                            ": the pipeline did not start (is it valid, does it end in "
+                            "appsink, and was OpenCV built with GStreamer?)");
+    }
+  }
+
+  std::string m_name;
+  int m_camera;
+  std::string m_pipeline;
+  int m_w, m_h;
+  double m_fps;
+  cv::VideoCapture m_cap;
+  uint64_t m_next = 0;
+};
+
+#endif  // LAB_WITH_OPENCV
+
+#if !defined(LAB_WITH_OPENCV)
+[[noreturn]] void no_opencv(const std::string& what) {
+  throw Error(ErrorKind::Unavailable,
+              what +
+                  " needs OpenCV: this build has LAB_WITH_OPENCV=OFF (synthetic, images and "
+                  "folders still work)");
+}
+#endif
+
+}  // namespace
+
+std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOptions& opt) {
+  LoadOptions lo;
+  lo.max_pixels = opt.max_pixels;
+  if (spec == "synthetic" || spec.rfind("synthetic:", 0) == 0) {
+    int w = 1920, h = 1080;
+    double fps = 30;
+    if (spec != "synthetic" && !parse_size_fps(spec.substr(10), w, h, fps))
+      throw Error(
+          ErrorKind::Usage,
+          "malformed '" + spec + "': expected synthetic, synthetic:WxH or synthetic:WxH@FPS");
+    if (fps == 0) fps = 30;
+    if (w > 16384 || h > 16384)
+      throw Error(ErrorKind::Usage, spec + ": the synthetic scene is at most 16384 on a side");
+    if (size_t(w) * size_t(h) > opt.max_pixels)
+      throw Error(ErrorKind::Data, spec + ": over --max-pixels");
+    return std::make_unique<SyntheticSource>(w, h, fps, opt.seed);
+  }
+  if (spec.rfind("camera:", 0) == 0) {
+    const std::string rest = spec.substr(7);
+    const auto colon = rest.find(':');
+    char* end = nullptr;
+    const std::string num = rest.substr(0, colon);
+    const long n = std::strtol(num.c_str(), &end, 10);
+    int w = 0, h = 0;
+    double fps = 0;
+    if (num.empty() || *end != '\0' || n < 0 || n > 255 ||
+        (colon != std::string::npos && !parse_size_fps(rest.substr(colon + 1), w, h, fps)))
+      throw Error(ErrorKind::Usage,
+                  "malformed '" + spec + "': expected camera:N, camera:N:WxH or camera:N:WxH@FPS");
+#if defined(LAB_WITH_OPENCV)
+    return std::make_unique<LiveSource>(spec, int(n), "", w, h, fps);
+#else
+    no_opencv("a camera");
+#endif
+  }
+  if (spec.rfind("gst:", 0) == 0) {
+    if (spec.size() == 4) throw Error(ErrorKind::Usage, "gst: needs a pipeline after the colon");
+#if defined(LAB_WITH_OPENCV)
+    return std::make_unique<LiveSource>("gst", -1, spec.substr(4), 0, 0, 0);
+#else
+    no_opencv("a GStreamer pipeline");
+#endif
+  }
+  std::error_code ec;
+  const auto st = fs::status(spec, ec);
+  if (st.type() == fs::file_type::directory) return std::make_unique<FolderSource>(spec, lo);
+  if (st.type() == fs::file_type::not_found)
+    throw Error(ErrorKind::NoInput, spec + ": no such file or folder");
+  if (is_video_ext(lower_ext(spec))) {
+#if defined(LAB_WITH_OPENCV)
+    return std::make_unique<VideoFileSource>(spec, lo);
+#else
+    no_opencv("a video file");
+#endif
+  }
+  return std::make_unique<ImageFileSource>(spec, lo);
+}
+
+}  // namespace lab::io

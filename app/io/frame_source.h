@@ -1,0 +1,62 @@
+// Frame sources: the built-in synthetic scene, an image, a folder of images, a video file, a
+// V4L2 camera, a GStreamer pipeline. One interface, so `run`, the GUI and the tests consume
+// them alike; Capture (capture.h) runs one on its own thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "app/io/image_source.h"
+#include "image.h"
+
+namespace lab::io {
+
+struct Frame {
+  HostImage image;
+  uint64_t index = 0;  // counts up from 0 for every frame a source delivers (loops included)
+};
+
+enum class ReadResult {
+  Frame,  // `out` holds a new frame
+  Skip,   // a frame was corrupt and is dropped; the stream goes on
+  Stall,  // no frame arrived within the source's own timeout
+  Lost,   // the device is gone; reopen() may bring it back
+};
+
+class FrameSource {
+ public:
+  virtual ~FrameSource() = default;
+  // One line for the UI and logs: "video tree.avi 320x240 @ 15 fps".
+  virtual std::string describe() const = 0;
+  // Live sources (cameras) produce frames in real time whether or not anyone reads them: a
+  // consumer should take the newest and drop the rest. Files are read as fast as consumed.
+  virtual bool live() const { return false; }
+  // The nominal frame rate, or 0 when unknown.
+  virtual double fps() const { return 0; }
+  // Lost means the source must be opened anew (Capture does that, every retry interval).
+  virtual ReadResult read(Frame& out) = 0;
+  // The last Skip's or Lost's reason, for the UI.
+  const std::string& last_problem() const { return m_problem; }
+
+ protected:
+  std::string m_problem;
+};
+
+struct SourceOptions {
+  size_t max_pixels = kDefaultMaxPixels;
+  uint64_t seed = 1;  // synthetic scene
+};
+
+// `spec` is one of
+//   synthetic | synthetic:WxH | synthetic:WxH@FPS     the built-in animated scene
+//   camera:N | camera:N:WxH | camera:N:WxH@FPS       V4L2 camera N through OpenCV (MJPG)
+//   gst:PIPELINE                                     a GStreamer pipeline ending in appsink
+//   a folder                                         its images in name order, looped
+//   a video file (.avi .mp4 .mkv .mov .webm ...)     looped
+//   an image file                                    repeated
+// Throws Error: Usage (malformed spec), NoInput (missing file, empty folder, absent camera),
+// Data (undecodable file or video), Unavailable (camera or GStreamer in a build without OpenCV).
+std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOptions& opt = {});
+
+}  // namespace lab::io

@@ -1,0 +1,326 @@
+// Frame sources and the capture thread: parsing, files, folders, video, cameras that are
+// absent, and, through a scripted fake source, stalls, disconnects, corrupt frames and
+// resolution changes.
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include "app/io/capture.h"
+#include "app/io/frame_source.h"
+#include "check.h"
+#include "support.h"
+
+using namespace lab;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+ErrorKind open_error(const std::string& spec) {
+  try {
+    io::open_source(spec);
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return ErrorKind::Internal;  // nothing thrown
+}
+
+bool same_pixels(const HostImage& a, const HostImage& b) {
+  return a.desc() == b.desc() && std::equal(a.bytes(), a.bytes() + a.desc().bytes(), b.bytes());
+}
+
+// A source that plays a script: each step is a frame of a size, a skip, a stall of some time,
+// or a loss. After the script it keeps delivering frames of the last size.
+struct Step {
+  enum Kind { Frame, Skip, Stall, Lost } kind;
+  int w = 8, h = 8;
+  std::chrono::milliseconds stall{0};
+};
+
+class FakeSource : public io::FrameSource {
+ public:
+  FakeSource(std::vector<Step> script, std::shared_ptr<std::atomic<int>> alive)
+      : m_script(std::move(script)), m_alive(std::move(alive)) {
+    ++*m_alive;
+  }
+  ~FakeSource() override { --*m_alive; }
+  std::string describe() const override { return "fake"; }
+  bool live() const override { return true; }
+  io::ReadResult read(io::Frame& out) override {
+    const Step s = m_pos < m_script.size() ? m_script[m_pos++] : Step{Step::Frame, m_w, m_h};
+    switch (s.kind) {
+      case Step::Frame:
+        m_w = s.w, m_h = s.h;
+        out.image = HostImage(ImageDesc{s.w, s.h, 3, PixelType::U8});
+        out.index = m_next++;
+        std::this_thread::sleep_for(1ms);  // a fast camera, not a spinning loop
+        return io::ReadResult::Frame;
+      case Step::Skip:
+        m_problem = "corrupt frame";
+        return io::ReadResult::Skip;
+      case Step::Stall:
+        std::this_thread::sleep_for(s.stall);
+        return io::ReadResult::Stall;
+      case Step::Lost:
+        m_problem = "unplugged";
+        return io::ReadResult::Lost;
+    }
+    return io::ReadResult::Stall;
+  }
+
+ private:
+  std::vector<Step> m_script;
+  std::shared_ptr<std::atomic<int>> m_alive;
+  size_t m_pos = 0;
+  int m_w = 8, m_h = 8;
+  uint64_t m_next = 0;
+};
+
+template <typename Pred>
+bool eventually(Pred p, std::chrono::milliseconds within) {
+  const auto end = Clock::now() + within;
+  while (Clock::now() < end) {
+    if (p()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return p();
+}
+
+io::CaptureOptions fast_options() {
+  io::CaptureOptions o;
+  o.retry_every = 20ms;
+  return o;
+}
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("sources: malformed specs are usage errors, missing ones NoInput") {
+    for (const char* bad : {"synthetic:0x5", "synthetic:64x48@0", "synthetic:64x",
+                            "camera:", "camera:x", "camera:1:axb", "camera:-1", "gst:"}) {
+      INFO(bad);
+      CHECK(open_error(bad) == ErrorKind::Usage);
+    }
+    CHECK(open_error("/nonexistent/clip.avi") == ErrorKind::NoInput);
+    CHECK(open_error("/nonexistent/folder/") == ErrorKind::NoInput);
+  }
+
+  TEST_CASE("sources: the synthetic scene animates, deterministically") {
+    auto a = io::open_source("synthetic:64x48@15");
+    auto b = io::open_source("synthetic:64x48");
+    CHECK(a->fps() == 15);
+    CHECK(b->fps() == 30);
+    CHECK_FALSE(a->live());
+    io::Frame f0, f1, g0;
+    REQUIRE(a->read(f0) == io::ReadResult::Frame);
+    REQUIRE(a->read(f1) == io::ReadResult::Frame);
+    REQUIRE(b->read(g0) == io::ReadResult::Frame);
+    CHECK(f0.image.desc() == ImageDesc{64, 48, 3, PixelType::U8});
+    CHECK(f0.index == 0);
+    CHECK(f1.index == 1);
+    CHECK(same_pixels(f0.image, g0.image));
+    CHECK_FALSE(same_pixels(f0.image, f1.image));
+  }
+
+  TEST_CASE("sources: an image repeats; a folder plays in name order, skips bad files, loops") {
+    auto img = io::open_source(data_path("box.png"));
+    io::Frame a, b;
+    REQUIRE(img->read(a) == io::ReadResult::Frame);
+    REQUIRE(img->read(b) == io::ReadResult::Frame);
+    CHECK(same_pixels(a.image, b.image));
+    CHECK(b.index == 1);
+
+    const fs::path dir = fs::temp_directory_path() / ("lab_folder_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    fs::copy_file(data_path("box.png"), dir / "b.png", fs::copy_options::overwrite_existing);
+    fs::copy_file(data_path("brick.png"), dir / "a.png", fs::copy_options::overwrite_existing);
+    std::ofstream(dir / "c.png") << "not a png";
+    std::ofstream(dir / "notes.txt") << "ignored: not an image name";
+    auto folder = io::open_source(dir.string());
+    CHECK(folder->describe().find("3 images") != std::string::npos);
+    io::Frame f;
+    REQUIRE(folder->read(f) == io::ReadResult::Frame);
+    CHECK(f.image.desc().width == 512);  // a.png (brick) first
+    REQUIRE(folder->read(f) == io::ReadResult::Frame);
+    CHECK(f.image.desc().width == 324);  // b.png (box)
+    CHECK(folder->read(f) == io::ReadResult::Skip);
+    CHECK(folder->last_problem().find("c.png") != std::string::npos);
+    REQUIRE(folder->read(f) == io::ReadResult::Frame);
+    CHECK(f.image.desc().width == 512);  // looped
+    CHECK(f.index == 2);
+
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    CHECK(open_error(dir.string()) == ErrorKind::NoInput);  // no images
+    fs::remove_all(dir);
+  }
+
+#if defined(LAB_WITH_OPENCV)
+  TEST_CASE("sources: a video loops, and its undecodable frames are skipped and counted") {
+    auto v = io::open_source(data_path("tree.avi"));
+    CHECK(v->describe().find("320x240") != std::string::npos);
+    CHECK(v->fps() == doctest::Approx(15).epsilon(0.01));
+    io::Frame first, f;
+    REQUIRE(v->read(first) == io::ReadResult::Frame);
+    CHECK(first.image.desc() == ImageDesc{320, 240, 3, PixelType::U8});
+    // Read until the first frame comes round again: the video looped.
+    int frames = 1, skips = 0;
+    bool looped = false;
+    while (frames + skips < 2000 && !looped) {
+      const io::ReadResult r = v->read(f);
+      REQUIRE(r != io::ReadResult::Lost);
+      if (r == io::ReadResult::Skip) {
+        ++skips;
+        CHECK(v->last_problem().find("does not decode") != std::string::npos);
+        continue;
+      }
+      ++frames;
+      looped = same_pixels(f.image, first.image);
+    }
+    CHECK(looped);
+    CHECK(f.index == uint64_t(frames - 1));  // indices keep counting across the loop
+    MESSAGE("tree.avi: " << frames << " frames to loop, " << skips << " skips");
+  }
+
+  TEST_CASE("sources: an absent camera and a broken pipeline say so") {
+    try {
+      io::open_source("camera:63");
+      FAIL("camera 63 opened");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::NoInput);
+      CHECK(std::string(e.what()).find("/dev/video63") != std::string::npos);
+    }
+    CHECK(open_error("gst:nosuchelement ! appsink") == ErrorKind::NoInput);
+    const fs::path junk =
+        fs::temp_directory_path() / ("lab_junk_" + std::to_string(::getpid()) + ".avi");
+    std::ofstream(junk) << "not a video";
+    CHECK(open_error(junk.string()) == ErrorKind::Data);
+    fs::remove(junk);
+  }
+#endif
+
+  TEST_CASE("capture: the consumer takes the newest frame at once; older ones are dropped") {
+    auto alive = std::make_shared<std::atomic<int>>(0);
+    {
+      io::Capture cap([&] { return std::make_unique<FakeSource>(std::vector<Step>{}, alive); },
+                      fast_options());
+      io::Frame f;
+      REQUIRE(cap.wait_latest(f, 2000ms));
+      std::this_thread::sleep_for(50ms);  // the camera runs on without us
+      const auto t0 = Clock::now();
+      REQUIRE(cap.take_latest(f));
+      CHECK(Clock::now() - t0 < 5ms);
+      CHECK(f.index > 5);
+      const io::CaptureStats s = cap.stats();
+      CHECK(s.state == io::CaptureState::Running);
+      CHECK(s.dropped > 0);
+      CHECK(s.taken == 2);
+      CHECK(s.source == "fake");
+    }
+    CHECK(*alive == 0);  // the device is released when the capture ends
+  }
+
+  TEST_CASE("capture: a stalled source shows as stalled within a second; the UI never waits") {
+    auto alive = std::make_shared<std::atomic<int>>(0);
+    io::CaptureOptions o = fast_options();
+    io::Capture cap(
+        [&] {
+          return std::make_unique<FakeSource>(
+              std::vector<Step>{{Step::Frame}, {Step::Stall, 8, 8, 1500ms}}, alive);
+        },
+        o);
+    io::Frame f;
+    REQUIRE(cap.wait_latest(f, 2000ms));
+    const auto last = Clock::now();
+    bool waited_long = false;
+    const bool stalled = eventually(
+        [&] {
+          const auto t0 = Clock::now();
+          cap.take_latest(f);
+          waited_long = waited_long || Clock::now() - t0 > 5ms;
+          return cap.stats().state == io::CaptureState::Stalled;
+        },
+        1500ms);
+    CHECK(stalled);
+    CHECK(Clock::now() - last < 1200ms);
+    CHECK_FALSE(waited_long);
+    // The stall ends; frames come back and the state with them.
+    CHECK(eventually([&] { return cap.stats().state == io::CaptureState::Running; }, 2000ms));
+  }
+
+  TEST_CASE("capture: an unplugged camera reconnects when it returns") {
+    auto alive = std::make_shared<std::atomic<int>>(0);
+    std::atomic<int> opens{0};
+    io::Capture cap(
+        [&]() -> std::unique_ptr<io::FrameSource> {
+          const int n = opens++;
+          if (n == 0)
+            return std::make_unique<FakeSource>(
+                std::vector<Step>{{Step::Frame}, {Step::Frame}, {Step::Lost}}, alive);
+          if (n < 3) throw Error(ErrorKind::NoInput, "camera:0: no such camera");
+          return std::make_unique<FakeSource>(std::vector<Step>{}, alive);
+        },
+        fast_options());
+    CHECK(eventually([&] { return cap.stats().reconnects == 1; }, 3000ms));
+    io::Frame f;
+    CHECK(cap.wait_latest(f, 1000ms));
+    const io::CaptureStats s = cap.stats();
+    CHECK(s.state == io::CaptureState::Running);
+    CHECK(opens >= 4);
+    CHECK(*alive == 1);  // the lost device was released before the new one opened
+  }
+
+  TEST_CASE("capture: corrupt frames are skipped and counted; a resolution change passes") {
+    auto alive = std::make_shared<std::atomic<int>>(0);
+    io::Capture cap(
+        [&] {
+          return std::make_unique<FakeSource>(std::vector<Step>{{Step::Frame, 64, 48},
+                                                                {Step::Skip},
+                                                                {Step::Skip},
+                                                                {Step::Frame, 64, 48},
+                                                                {Step::Frame, 32, 16}},
+                                              alive);
+        },
+        fast_options());
+    io::Frame f;
+    CHECK(eventually([&] { return cap.take_latest(f) && f.image.desc().width == 32; }, 2000ms));
+    CHECK(f.image.desc() == ImageDesc{32, 16, 3, PixelType::U8});
+    const io::CaptureStats s = cap.stats();
+    CHECK(s.skipped == 2);
+    CHECK(s.problem == "corrupt frame");
+  }
+
+  TEST_CASE("capture: a source that never opens keeps retrying and stops promptly") {
+    std::atomic<int> opens{0};
+    const auto t0 = Clock::now();
+    {
+      io::Capture cap(
+          [&]() -> std::unique_ptr<io::FrameSource> {
+            ++opens;
+            throw Error(ErrorKind::NoInput, "camera:0: no such camera");
+          },
+          fast_options());
+      CHECK(eventually([&] { return opens >= 3; }, 2000ms));
+      const io::CaptureStats s = cap.stats();
+      CHECK(s.state == io::CaptureState::Opening);
+      CHECK(s.problem == "camera:0: no such camera");
+      io::Frame f;
+      CHECK_FALSE(cap.take_latest(f));
+    }
+    CHECK(Clock::now() - t0 < 2500ms);
+  }
+
+  TEST_CASE("capture: files are paced at their frame rate") {
+    io::CaptureOptions o = fast_options();
+    io::Capture cap([] { return io::open_source("synthetic:32x32@50"); }, o);
+    std::this_thread::sleep_for(300ms);
+    const uint64_t n = cap.stats().captured;
+    CHECK(n >= 8);   // 50 fps for 0.3 s: about 15
+    CHECK(n <= 25);  // not as fast as the thread can
+  }
+}
