@@ -190,20 +190,34 @@ TEST_SUITE("cpu") {
     fs::remove_all(d.parent_path());
   }
 
-  TEST_CASE("cli: run over a video, a folder and an absent camera") {
+  TEST_CASE("cli: run over a folder, a video and an absent camera") {
+    const fs::path d = scratch_dir();
+    fs::copy_file(data_path("box.png"), d / "1.png");
+    fs::copy_file(data_path("chelsea.png"), d / "2.png");
+    const Result f = lab_cli("run" + kCpu + "--frames 5 --size 160x120 --input " + d.string());
+    INFO(f.out);
+    CHECK(f.code == 0);
+    CHECK(has(f, "folder"));
+    CHECK(has(f, "over 5 frame(s)"));
+#if defined(LAB_WITH_OPENCV)
     const Result v =
         lab_cli("run" + kCpu + "--frames 40 --size 160x120 --input " + data_path("tree.avi"));
     INFO(v.out);
     CHECK(v.code == 0);
     CHECK(has(v, "video"));
     CHECK(has(v, "over 40 frame(s); 0 dropped"));
-#if defined(LAB_WITH_OPENCV)
     const Result cam = lab_cli("run" + kCpu + "--frames 3 --input camera:63");
     CHECK(cam.code == 66);
     CHECK(has(cam, "camera:63: no such camera"));
     CHECK(cam.out.find('\n') == cam.out.size() - 1);  // one line, no OpenCV chatter
+#else
+    std::ofstream(d / "clip.avi") << "x";
+    const Result v = lab_cli("run" + kCpu + "--input " + (d / "clip.avi").string());
+    CHECK(v.code == 69);
+    CHECK(has(v, "needs OpenCV"));
 #endif
     CHECK(lab_cli("run" + kCpu + "--input camera:abc").code == 64);
+    fs::remove_all(d);
   }
 
   TEST_CASE("cli: bench needs a GPU and says so" * doctest::skip(lab::device_info().present)) {
