@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <map>
 #include <cstdio>
@@ -390,6 +392,27 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
 
 // ---- run -------------------------------------------------------------------------------------
 
+namespace {
+// Ctrl-C or SIGTERM during `run` ends the frame loop; the normal exit path then releases the
+// camera (Capture's destructor) and the GPU (Runner's).
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) {
+  g_interrupted = true;
+}
+
+struct InterruptGuard {
+  InterruptGuard() {
+    g_interrupted = false;
+    std::signal(SIGINT, on_interrupt);
+    std::signal(SIGTERM, on_interrupt);
+  }
+  ~InterruptGuard() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+};
+}  // namespace
+
 int cmd_run(const CommonOptions& c, const RunOptions& o) {
   if (!o.dump.empty()) {
     std::error_code ec;
@@ -412,11 +435,13 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     for (size_t i = 0; i < ms.size(); ++i) ms[i].push_back(r.stage_ms()[i]);
     frame.push_back(r.frame_ms());
   };
+  InterruptGuard interrupt_guard;
   process(s->input);
   uint64_t dropped = 0;
   if (!s->source->live()) {
     // Files and the synthetic scene: every frame, in order.
-    for (int f = 1; f < o.frames; ++f) process(next_frame(*s->source, s->skipped).image);
+    for (int f = 1; f < o.frames && !g_interrupted; ++f)
+      process(next_frame(*s->source, s->skipped).image);
   } else if (o.frames > 1) {
     // A camera runs on its own thread; the pipeline takes the newest frame, as the GUI does.
     io::SourceOptions so;
@@ -428,7 +453,7 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     });
     int done = 1;
     auto waited = std::chrono::milliseconds(0);
-    while (done < o.frames) {
+    while (done < o.frames && !g_interrupted) {
       io::Frame f;
       if (cap.wait_latest(f, std::chrono::milliseconds(500))) {
         process(f.image);
@@ -452,6 +477,7 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
                 r.stages()[i].op->def.name.c_str(), r.stages()[i].variant_def().name.c_str(),
                 r.stages()[i].block.str().c_str(), math_name(r.stages()[i].math), unit,
                 median(ms[i]), percentile(ms[i], 95));
+  if (g_interrupted) std::printf("interrupted: stopping after %zu frame(s)\n", frame.size());
   std::printf("frame: median %.3f ms, p95 %.3f ms over %zu frame(s); %llu dropped, %zu skipped\n",
               median(frame), percentile(frame, 95), frame.size(), (unsigned long long)dropped,
               s->skipped);

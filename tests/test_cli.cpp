@@ -220,6 +220,26 @@ TEST_SUITE("cpu") {
     fs::remove_all(d);
   }
 
+  TEST_CASE("cli: run stops cleanly on SIGINT and still reports") {
+    // A long run, interrupted after a moment: exit 0 with the summary, not a kill.
+    const std::string cmd =
+        std::string(std::getenv("LAB_CLI") ? std::getenv("LAB_CLI") : LAB_CLI_PATH) +
+        " run --device cpu --frames 100000 --input synthetic:64x64 2>&1 & "
+        "pid=$!; sleep 1; kill -INT $pid; wait $pid";
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    const int status = pclose(p);
+    INFO(out);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(out.find("interrupted: stopping after") != std::string::npos);
+    CHECK(out.find("frame: median") != std::string::npos);
+  }
+
   TEST_CASE("cli: bench needs a GPU and says so" * doctest::skip(lab::device_info().present)) {
     const Result r = lab_cli("bench --input synthetic:64x64 --reps 1");
     CHECK(r.code == 69);
