@@ -6,13 +6,11 @@
 
 namespace lab::app {
 
-namespace {
-std::string fmt(const char* f, double v) {
+std::string fmt(const char* format, double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
+  std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
-}  // namespace
 
 BenchRow bench_row(const ResolvedStage& s, const std::string& kernel) {
   BenchRow row;

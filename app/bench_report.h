@@ -20,6 +20,9 @@ struct BenchRow {
 
 BenchRow bench_row(const ResolvedStage& s, const std::string& kernel);
 
+// snprintf of one number, as a string ("%.1f").
+std::string fmt(const char* format, double v);
+
 // frame_us: {median, p95} of the whole configured pipeline, or empty.
 void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const BenchOptions& o,
                 double copy_gbs, const std::string& header, const std::vector<double>& frame_us);

@@ -204,33 +204,6 @@ __global__ void letterbox_v2_fused_kernel(ImageView<const uint8_t> src, ImageVie
 
 constexpr int LETTERBOX_ROWS = 4;
 
-template <int C>
-__global__ void letterbox_v3_rows_kernel(ImageView<const uint8_t> src, ImageView<float> dst,
-                                         const AxisTap* __restrict__ xt,
-                                         const AxisTap* __restrict__ yt, LetterboxGeometry g) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * LETTERBOX_ROWS;
-  if (x >= dst.width || y0 >= dst.height) return;
-  const int tx = x - g.ox;
-  const bool col_inside = tx >= 0 && tx < g.rw;
-  const AxisTap cx = col_inside ? xt[tx] : AxisTap{0, 0, 0.0f};
-#pragma unroll
-  for (int r = 0; r < LETTERBOX_ROWS; ++r) {
-    const int y = y0 + r, ty = y - g.oy;
-    if (y >= dst.height) break;
-    float v = LETTERBOX_PAD;
-    if (col_inside && ty >= 0 && ty < g.rh) {
-      const AxisTap cy = yt[ty];
-      const float h0 = ldg_gray<C>(src, cx.i0, cy.i0) * (1.0f - cx.frac) +
-                       ldg_gray<C>(src, cx.i1, cy.i0) * cx.frac;
-      const float h1 = ldg_gray<C>(src, cx.i0, cy.i1) * (1.0f - cx.frac) +
-                       ldg_gray<C>(src, cx.i1, cy.i1) * cx.frac;
-      v = h0 * (1.0f - cy.frac) + h1 * cy.frac;
-    }
-    dst.at(x, y) = v;
-  }
-}
-
 // Bytes o..o+7 of a row as two words (byte 0 = row[o]), from three aligned 32-bit loads.
 // Device rows carry at least 16 bytes of initialised padding (DeviceImage), so the words past
 // the last pixel stay inside the allocation.
@@ -264,54 +237,41 @@ __device__ __forceinline__ float row_lerp(const uint8_t* row, AxisTap cx) {
   return gray_at<C, 0>(b) * (1.0f - cx.frac) + gray_at<C, C>(b) * cx.frac;
 }
 
-template <int C>
-__global__ void letterbox_v4_words_kernel(ImageView<const uint8_t> src, ImageView<float> dst,
-                                          const AxisTap* __restrict__ xt,
-                                          const AxisTap* __restrict__ yt, LetterboxGeometry g) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * LETTERBOX_ROWS;
-  if (x >= dst.width || y0 >= dst.height) return;
-  const int tx = x - g.ox;
-  const bool col_inside = tx >= 0 && tx < g.rw;
-  const AxisTap cx = col_inside ? xt[tx] : AxisTap{0, 0, 0.0f};
-#pragma unroll
-  for (int r = 0; r < LETTERBOX_ROWS; ++r) {
-    const int y = y0 + r, ty = y - g.oy;
-    if (y >= dst.height) break;
-    float v = LETTERBOX_PAD;
-    if (col_inside && ty >= 0 && ty < g.rh) {
-      const AxisTap cy = yt[ty];
-      const float h0 = row_lerp<C>(src.row(cy.i0), cx);
-      const float h1 = row_lerp<C>(src.row(cy.i1), cx);
-      v = h0 * (1.0f - cy.frac) + h1 * cy.frac;
-    }
-    dst.at(x, y) = v;
-  }
-}
-
 constexpr int LETTERBOX_REUSE_ROWS = 8;
 
-template <int C>
-__global__ void letterbox_v5_row_reuse_kernel(ImageView<const uint8_t> src, ImageView<float> dst,
-                                              const AxisTap* __restrict__ xt,
-                                              const AxisTap* __restrict__ yt, LetterboxGeometry g) {
+// The horizontal lerp of source row y: v3 gathers single bytes through __ldg, v4 and v5 load
+// whole words.
+template <int C, bool WORDS>
+__device__ __forceinline__ float lerp_source_row(const ImageView<const uint8_t>& src, int y,
+                                                 AxisTap cx) {
+  if (WORDS) return row_lerp<C>(src.row(y), cx);
+  return ldg_gray<C>(src, cx.i0, y) * (1.0f - cx.frac) + ldg_gray<C>(src, cx.i1, y) * cx.frac;
+}
+
+// v3 (bytes), v4 (words) and v5 (words, reusing a shared source row): ROWS output rows of one
+// column per thread, the column's taps loaded once.
+template <int C, bool WORDS, bool REUSE, int ROWS>
+__global__ void letterbox_rows_kernel(ImageView<const uint8_t> src, ImageView<float> dst,
+                                      const AxisTap* __restrict__ xt,
+                                      const AxisTap* __restrict__ yt, LetterboxGeometry g) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * LETTERBOX_REUSE_ROWS;
+  const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * ROWS;
   if (x >= dst.width || y0 >= dst.height) return;
   const int tx = x - g.ox;
   const bool col_inside = tx >= 0 && tx < g.rw;
   const AxisTap cx = col_inside ? xt[tx] : AxisTap{0, 0, 0.0f};
-  int last_row = -1;  // the source row whose lerp `last_h` holds
+  int last_row = -1;  // v5: the source row whose lerp `last_h` holds
   float last_h = 0.0f;
 #pragma unroll
-  for (int r = 0; r < LETTERBOX_REUSE_ROWS; ++r) {
+  for (int r = 0; r < ROWS; ++r) {
     const int y = y0 + r, ty = y - g.oy;
     if (y >= dst.height) break;
     float v = LETTERBOX_PAD;
     if (col_inside && ty >= 0 && ty < g.rh) {
-      const AxisTap cy = yt[ty];  // uniform across a warp: the branch below does not diverge
-      const float h0 = cy.i0 == last_row ? last_h : row_lerp<C>(src.row(cy.i0), cx);
-      const float h1 = cy.i1 == cy.i0 ? h0 : row_lerp<C>(src.row(cy.i1), cx);
+      const AxisTap cy = yt[ty];  // uniform across a warp: the reuse tests do not diverge
+      const float h0 =
+          REUSE && cy.i0 == last_row ? last_h : lerp_source_row<C, WORDS>(src, cy.i0, cx);
+      const float h1 = REUSE && cy.i1 == cy.i0 ? h0 : lerp_source_row<C, WORDS>(src, cy.i1, cx);
       last_row = cy.i1, last_h = h1;
       v = h0 * (1.0f - cy.frac) + h1 * cy.frac;
     }
@@ -392,21 +352,23 @@ static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
 }
 
 static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
-  static const FusedKernel k[3] = {letterbox_v3_rows_kernel<1>, letterbox_v3_rows_kernel<3>,
-                                   letterbox_v3_rows_kernel<4>};
+  static const FusedKernel k[3] = {letterbox_rows_kernel<1, false, false, LETTERBOX_ROWS>,
+                                   letterbox_rows_kernel<3, false, false, LETTERBOX_ROWS>,
+                                   letterbox_rows_kernel<4, false, false, LETTERBOX_ROWS>};
   launch_fused(ctx, a, LETTERBOX_ROWS, false, "letterbox_v3_rows", k);
 }
 
 static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
-  static const FusedKernel k[3] = {letterbox_v4_words_kernel<1>, letterbox_v4_words_kernel<3>,
-                                   letterbox_v4_words_kernel<4>};
+  static const FusedKernel k[3] = {letterbox_rows_kernel<1, true, false, LETTERBOX_ROWS>,
+                                   letterbox_rows_kernel<3, true, false, LETTERBOX_ROWS>,
+                                   letterbox_rows_kernel<4, true, false, LETTERBOX_ROWS>};
   launch_fused(ctx, a, LETTERBOX_ROWS, true, "letterbox_v4_words", k);
 }
 
 static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
-  static const FusedKernel k[3] = {letterbox_v5_row_reuse_kernel<1>,
-                                   letterbox_v5_row_reuse_kernel<3>,
-                                   letterbox_v5_row_reuse_kernel<4>};
+  static const FusedKernel k[3] = {letterbox_rows_kernel<1, true, true, LETTERBOX_REUSE_ROWS>,
+                                   letterbox_rows_kernel<3, true, true, LETTERBOX_REUSE_ROWS>,
+                                   letterbox_rows_kernel<4, true, true, LETTERBOX_REUSE_ROWS>};
   launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, "letterbox_v5_row_reuse", k);
 }
 
