@@ -8,6 +8,9 @@
 
 #include "app/commands.h"
 #include "check.h"
+#if defined(LAB_WITH_GUI)
+#include "gui.h"
+#endif
 
 namespace lab::app {
 
@@ -101,6 +104,23 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
 
+#if defined(LAB_WITH_GUI)
+  CommonOptions gui_c;
+  ui::GuiOptions gui_o;
+  std::string gui_window = "1600x900";
+  auto* gui = app.add_subcommand(
+      "gui",
+      "The interactive lab (the default with no subcommand): image, pipeline, timings, "
+      "occupancy and diff panels");
+  add_common(gui, gui_c);
+  gui->add_flag("--headless", gui_o.headless,
+                "render through EGL into an offscreen framebuffer (no display needed)");
+  gui->add_option("--frames", gui_o.frames, "stop after N frames (0: until the window closes)")
+      ->check(CLI::Range(0, 100000000));
+  gui->add_option("--screenshot", gui_o.screenshot, "write the last frame as PNG");
+  gui->add_option("--window", gui_window, "window or framebuffer size WxH")->capture_default_str();
+#endif
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -113,6 +133,20 @@ int run_cli(int argc, char** argv) {
     if (*check) return cmd_check(check_c, check_o);
     if (*bench) return cmd_bench(bench_c, bench_o);
     if (*run) return cmd_run(run_c, run_o);
+#if defined(LAB_WITH_GUI)
+    if (*gui || app.get_subcommands().empty()) {
+      const auto size = parse_wxh(gui_window);
+      if (!size || size->x > 16384 || size->y > 16384)
+        throw Error(ErrorKind::Usage, "malformed --window '" + gui_window + "': expected WxH");
+      gui_o.width = size->x, gui_o.height = size->y;
+      gui_o.pipeline = build_pipeline(gui_c);
+      gui_o.backend = pick_backend(gui_c.device);
+      gui_o.input = gui_c.input;
+      gui_o.max_pixels = gui_c.max_pixels;
+      if (!gui_o.screenshot.empty() && gui_o.frames == 0) gui_o.frames = 60;
+      return ui::run_gui(gui_o);
+    }
+#endif
     std::cout << app.help();
     return 0;
   } catch (const Error& e) {

@@ -11,6 +11,9 @@ packages=(
   libstb-dev                        # image files without OpenCV
   libopencv-dev                     # image, video and camera input; test peer
   doctest-dev                       # tests
+  libimgui-dev libglfw3-dev libepoxy-dev libegl-dev  # the GUI
+  libegl-mesa0 libgl1-mesa-dri libglx-mesa0          # OpenGL without an NVIDIA driver (Mesa)
+  xvfb xauth                                         # the windowed GUI test, with no display
 )
 
 missing=()

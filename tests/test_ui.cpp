@@ -1,0 +1,172 @@
+// The GUI's logic (colormaps, presets) and the GUI itself, rendered headless through EGL and,
+// when xvfb-run is there, in a real window under Xvfb.
+#include <stb/stb_image.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <cstring>
+#include <set>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "colormap.h"
+#include "presets.h"
+#include "support.h"
+
+using namespace lab;
+namespace fs = std::filesystem;
+
+namespace {
+
+HostImage ramp(int w, int h) {
+  HostImage img(ImageDesc{w, h, 1, PixelType::F32});
+  auto v = img.view<float>();
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) v.at(x, y) = float(x) - 2.0f;
+  return img;
+}
+
+struct Shot {
+  int code = -1;
+  int w = 0, h = 0;
+  size_t colours = 0;           // distinct colours in the whole frame
+  size_t viewport_colours = 0;  // distinct colours in the right half (the image)
+};
+
+Shot screenshot(const std::string& prefix, const std::string& args) {
+  const fs::path dir = fs::temp_directory_path() / ("lab_ui_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path png = dir / "shot.png";
+  fs::remove(png);
+  const char* env = std::getenv("LAB_CLI");
+  // A private XDG state folder: the test leaves no imgui.ini in the user's home.
+  const std::string cmd = "XDG_STATE_HOME=" + dir.string() + " XDG_CONFIG_HOME=" + dir.string() +
+                          " " + prefix + (env && *env ? env : LAB_CLI_PATH) + " gui " + args +
+                          " --screenshot " + png.string() + " >/dev/null 2>&1";
+  Shot s;
+  const int status = std::system(cmd.c_str());
+  s.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  int n = 0;
+  unsigned char* px = stbi_load(png.string().c_str(), &s.w, &s.h, &n, 4);
+  if (px) {
+    std::set<uint32_t> all, right;
+    for (int y = 0; y < s.h; ++y)
+      for (int x = 0; x < s.w; ++x) {
+        uint32_t c;
+        std::memcpy(&c, px + (size_t(y) * s.w + x) * 4, 4);
+        all.insert(c);
+        if (x > s.w / 2 && y < s.h / 2) right.insert(c);
+      }
+    s.colours = all.size(), s.viewport_colours = right.size();
+    stbi_image_free(px);
+  }
+  fs::remove_all(dir);
+  return s;
+}
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("colormap: ranges, clamping, NaN, 8-bit passthrough") {
+    const HostImage r = ramp(5, 2);  // values -2 .. 2
+    const ui::Range a = ui::auto_range(r.ref());
+    CHECK(a.lo == -2.0f);
+    CHECK(a.hi == 2.0f);
+    const ui::Range s = ui::symmetric_range(r.ref());
+    CHECK(s.lo == -2.0f);
+    CHECK(s.hi == 2.0f);
+    CHECK(ui::auto_range(ramp(1, 1).ref()).hi > ui::auto_range(ramp(1, 1).ref()).lo);  // flat
+    // Gray: ends of the range are black and white; beyond them, clamped.
+    CHECK(ui::map_value(-2, a, ui::Colormap::Gray) == 0xFF000000u);
+    CHECK(ui::map_value(2, a, ui::Colormap::Gray) == 0xFFFFFFFFu);
+    CHECK(ui::map_value(9, a, ui::Colormap::Gray) == 0xFFFFFFFFu);
+    CHECK(ui::map_value(NAN, a, ui::Colormap::Viridis) == 0xFFFF00FFu);  // magenta
+    // Diverging: the middle is white, the ends blue and red.
+    CHECK(ui::map_value(0, s, ui::Colormap::Diverging) == 0xFFFFFFFFu);
+    CHECK((ui::map_value(-2, s, ui::Colormap::Diverging) & 0xFFFFFF) == 0xFF0000u);  // blue
+    CHECK((ui::map_value(2, s, ui::Colormap::Diverging) & 0xFFFFFF) == 0x0000FFu);   // red
+    // Viridis runs from dark purple to yellow.
+    const uint32_t lo = ui::map_value(-2, a, ui::Colormap::Viridis);
+    const uint32_t hi = ui::map_value(2, a, ui::Colormap::Viridis);
+    CHECK((lo & 0xFF) < 0x50);
+    CHECK((hi & 0xFF) > 0xF0);
+    // BGR bytes show as RGB.
+    HostImage bgr(ImageDesc{1, 1, 3, PixelType::U8});
+    bgr.bytes()[0] = 10, bgr.bytes()[1] = 20, bgr.bytes()[2] = 30;
+    CHECK(ui::to_rgba(bgr.ref(), {}, ui::Colormap::Gray)[0] == 0xFF0A141Eu);
+    CHECK(ui::to_rgba(r.ref(), a, ui::Colormap::Gray).size() == 10);
+  }
+
+  TEST_CASE("presets: round trip, corrupt, newer, invalid") {
+    PipelineConfig p = default_pipeline();
+    apply_variant(p, "blur=v3_smem_tile");
+    apply_block(p, "blur=16x16");
+    apply_math(p, "sobel=fast");
+    apply_param(p, "harris.k=0.06");
+    const ui::PresetLoad back = ui::preset_from_json(ui::preset_to_json(p));
+    CHECK(back.warning.empty());
+    REQUIRE(back.pipeline.stages.size() == p.stages.size());
+    CHECK(back.pipeline.stages[1].variant == "v3_smem_tile");
+    CHECK(back.pipeline.stages[1].block == Block{16, 16});
+    CHECK(back.pipeline.stages[2].math == MathMode::Fast);
+    CHECK(back.pipeline.stages[3].params.at("k") == doctest::Approx(0.06));
+
+    for (const char* bad :
+         {"{", "[]", "{\"schema\": 1}", "{\"schema\": 1, \"pipeline\": [{\"op\": \"nope\"}]}",
+          "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"variant\": \"v9\"}]}",
+          "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"block\": \"64x32\"}]}"}) {
+      INFO(bad);
+      const ui::PresetLoad r = ui::preset_from_json(bad);
+      CHECK(!r.warning.empty());
+      CHECK(r.pipeline.stages.size() == default_pipeline().stages.size());  // the defaults
+    }
+    const ui::PresetLoad newer = ui::preset_from_json("{\"schema\": 99, \"pipeline\": []}");
+    CHECK(newer.warning.find("newer") != std::string::npos);
+
+    const fs::path f =
+        fs::temp_directory_path() / ("lab_preset_" + std::to_string(::getpid()) + ".json");
+    ui::save_preset(f.string(), p);
+    CHECK(ui::load_preset(f.string()).warning.empty());
+    fs::remove(f);
+    CHECK(ui::load_preset(f.string()).warning.find("no preset") != std::string::npos);
+  }
+
+  TEST_CASE("gui: headless through EGL renders the UI and the image") {
+    const Shot s = screenshot("",
+                              "--headless --frames 4 --window 900x600 --device cpu "
+                              "--input synthetic:320x240");
+    REQUIRE(s.code == 0);
+    CHECK(s.w == 900);
+    CHECK(s.h == 600);
+    CHECK(s.colours > 200);          // panels, text and a colormapped image, not a clear colour
+    CHECK(s.viewport_colours > 50);  // the viewport shows the letterboxed scene
+  }
+
+  TEST_CASE("gui: without a display and without --headless it says how to run headless") {
+    const char* env = std::getenv("LAB_CLI");
+    const std::string cmd = std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") +
+                            (env && *env ? env : LAB_CLI_PATH) + " gui --device cpu 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    char buf[512];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    const int status = pclose(p);
+    CHECK(WEXITSTATUS(status) == 69);
+    CHECK(out.find("--headless") != std::string::npos);
+  }
+
+  TEST_CASE("gui: a real window under Xvfb starts, renders and quits" *
+            doctest::skip(std::system("command -v xvfb-run >/dev/null 2>&1") != 0)) {
+    const Shot s = screenshot("xvfb-run -a -s '-screen 0 1280x900x24' ",
+                              "--frames 4 --window 800x600 --device cpu --input synthetic:320x240");
+    REQUIRE(s.code == 0);
+    CHECK(s.w == 800);
+    CHECK(s.h == 600);
+    CHECK(s.colours > 200);
+    CHECK(s.viewport_colours > 50);
+  }
+}

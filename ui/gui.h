@@ -1,0 +1,27 @@
+// The GUI: Dear ImGui over GLFW + OpenGL 3.3, or, headless, over an EGL context rendering into
+// an offscreen framebuffer (how it is tested without a display).
+#pragma once
+
+#include <string>
+
+#include "pipeline.h"
+#include "runner.h"
+
+namespace lab::ui {
+
+struct GuiOptions {
+  PipelineConfig pipeline;
+  std::string input = "synthetic";
+  Backend backend = Backend::Cpu;
+  size_t max_pixels = 100'000'000;
+  bool headless = false;
+  int frames = 0;          // stop after this many frames; 0: run until the window closes
+  std::string screenshot;  // write the last frame's pixels here as PNG
+  int width = 1600, height = 900;
+};
+
+// Returns a process exit code; throws Error for what the CLI maps to sysexits (no display,
+// no GL context, a screenshot that cannot be written).
+int run_gui(const GuiOptions& opt);
+
+}  // namespace lab::ui

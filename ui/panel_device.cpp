@@ -1,0 +1,37 @@
+// Device: what the lab runs on; a clear banner in CPU-only mode.
+#include "app_state.h"
+
+namespace lab::ui {
+
+void draw_device_panel(GuiApp& app) {
+  if (!ImGui::Begin("Device")) {
+    ImGui::End();
+    return;
+  }
+  const DeviceInfo& d = device_info();
+  if (app.runner->backend() == Backend::Cpu) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.8f, 0.3f, 1.0f));
+    ImGui::TextWrapped("CPU-ONLY MODE: %s. Every stage runs its plain CPU reference.",
+                       d.present ? "--device cpu" : d.why_absent.c_str());
+    ImGui::PopStyleColor();
+  } else {
+    ImGui::Text("%s", d.name.c_str());
+    ImGui::Text("compute capability %d.%d (%s), %d SMs", d.major, d.minor, d.arch().c_str(), d.sms);
+    tip("from cudaDeviceGetAttribute");
+    ImGui::Text("%.1f GiB, %s", double(d.global_mem) / (1 << 30),
+                d.integrated ? "integrated (shares DRAM with the CPU)" : "discrete");
+    tip("integrated GPUs (Jetson) share memory with the CPU: zero-copy beats copies there");
+    ImGui::Text("SM clock %.0f MHz, memory clock %.0f MHz, %d-bit bus", d.clock_khz / 1e3,
+                d.mem_clock_khz / 1e3, d.mem_bus_bits);
+    tip("the maximum clocks the driver reports (cudaDevAttrClockRate, MemoryClockRate)");
+    ImGui::Text("driver %d, runtime %d", d.driver_version, d.runtime_version);
+    if (app.gpu_lost)
+      ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "GPU context lost: restart Kernel Lab");
+  }
+  ImGui::Separator();
+  ImGui::TextWrapped("display: %s", app.upload_note.c_str());
+  tip("how images reach the screen");
+  ImGui::End();
+}
+
+}  // namespace lab::ui

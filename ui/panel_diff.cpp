@@ -1,0 +1,91 @@
+// Diff: every stage's output against its CPU reference, on request or every N frames.
+#include <cmath>
+
+#include "app_state.h"
+
+namespace lab::ui {
+
+void compare_now(GuiApp& app) {
+  app.ui.diff.clear();
+  Runner& r = *app.runner;
+  for (size_t i = 0; i < r.stages().size(); ++i) {
+    StageDiff d;
+    d.stage = r.stages()[i].op->def.name;
+    d.reference = r.reference(i);
+    d.stats = r.compare(i, d.reference, r.stages()[i].math);
+    app.ui.diff.push_back(std::move(d));
+  }
+}
+
+void draw_diff_panel(GuiApp& app) {
+  if (!ImGui::Begin("Diff")) {
+    ImGui::End();
+    return;
+  }
+  if (app.runner->backend() != Backend::Cuda) {
+    ImGui::TextWrapped("CPU mode: the outputs are the CPU references; there is nothing to diff.");
+    ImGui::End();
+    return;
+  }
+  if (ImGui::Button("compare now")) {
+    try {
+      compare_now(app);
+    } catch (const Error& e) {
+      app.ui.message = e.what();
+    }
+  }
+  tip("runs every stage's CPU reference on the same input slots as the GPU and diffs the outputs");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(100);
+  ImGui::SliderInt("every N frames", &app.ui.compare_every, 0, 300);
+  tip("0: only on request");
+  if (ImGui::BeginTable(
+          "diff", 6,
+          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+    for (const char* c : {"stage", "max abs", "mean abs", "PSNR dB", "over tol", "first bad"})
+      ImGui::TableSetupColumn(c);
+    ImGui::TableHeadersRow();
+    for (const StageDiff& d : app.ui.diff) {
+      const DiffStats& s = d.stats;
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextColored(s.pass() ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.4f, 0.4f, 1), "%s",
+                         d.stage.c_str());
+      tip("green: every value within the op's tolerance (kernel-lab list shows it); red: not");
+      ImGui::TableNextColumn();
+      ImGui::Text("%.3g", s.max_abs);
+      tip("largest |GPU - CPU| over every value of the stage's outputs");
+      ImGui::TableNextColumn();
+      ImGui::Text("%.3g", s.mean_abs);
+      tip("mean |GPU - CPU|");
+      ImGui::TableNextColumn();
+      if (std::isinf(s.psnr))
+        ImGui::TextUnformatted("inf");
+      else
+        ImGui::Text("%.1f", s.psnr);
+      tip("10 log10(peak^2 / MSE), peak = max |reference|; inf when identical");
+      ImGui::TableNextColumn();
+      ImGui::Text("%zu", s.over);
+      tip("values over the tolerance, NaN (unwritten) included");
+      ImGui::TableNextColumn();
+      if (s.bad_x >= 0) {
+        const std::string label =
+            s.bad_slot + " (" + std::to_string(s.bad_x) + ", " + std::to_string(s.bad_y) + ")";
+        if (ImGui::SmallButton(label.c_str())) {  // show that slot, zoomed on the pixel
+          const auto slots = app.runner->slots();
+          for (size_t k = 0; k < slots.size(); ++k)
+            if (slots[k].name == s.bad_slot) app.ui.slot = int(k);
+          app.ui.view = 2;
+          app.ui.zoom = 8;
+        }
+        tip("the first value over the tolerance in raster order: click to show its slot");
+      } else {
+        ImGui::TextUnformatted("-");
+      }
+    }
+    ImGui::EndTable();
+  }
+  ImGui::End();
+}
+
+}  // namespace lab::ui

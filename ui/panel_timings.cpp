@@ -1,0 +1,99 @@
+// Timings: per launch GPU time (rolling plot, median, p95), GB/s against the device copy
+// bandwidth, and the frame time.
+#include <string>
+
+#include "app_state.h"
+#include "stats.h"
+
+namespace lab::ui {
+
+namespace {
+double median_of(const std::vector<float>& h) {
+  return median(std::vector<double>(h.begin(), h.end()));
+}
+double p95_of(const std::vector<float>& h) {
+  return percentile(std::vector<double>(h.begin(), h.end()), 95);
+}
+}  // namespace
+
+void draw_timings_panel(GuiApp& app) {
+  if (!ImGui::Begin("Timings")) {
+    ImGui::End();
+    return;
+  }
+  const UiState& ui = app.ui;
+  const bool gpu = app.runner->backend() == Backend::Cuda;
+  const double frame = median_of(ui.frame_ms);
+  ImGui::Text("frame %.2f ms (%.0f fps)", frame, frame > 0 ? 1000.0 / frame : 0.0);
+  tip("wall-clock time of a whole UI frame: take the newest input, run the pipeline, download "
+      "the shown slot, draw; median of the last 240 frames");
+  ImGui::Text("pipeline %.3f ms median, %.3f ms p95", median_of(ui.pipeline_ms),
+              p95_of(ui.pipeline_ms));
+  tip(gpu ? "sum of every launch's GPU time (CUDA event pairs), median and 95th percentile of the "
+            "last 240 frames"
+          : "CPU mode: the sum of the stages' reference times (steady_clock)");
+  if (!ui.pipeline_ms.empty())
+    ImGui::PlotLines("##pipeline", ui.pipeline_ms.data(), int(ui.pipeline_ms.size()), 0, nullptr,
+                     0.0f, FLT_MAX, ImVec2(-1, 50));
+  tip("pipeline time per frame, oldest on the left");
+  if (gpu && app.copy_gbs > 0) {
+    ImGui::Text("device copy bandwidth %.0f GB/s", app.copy_gbs);
+    tip("cudaMemcpy device to device of 256 MiB (read + write), measured at start: the ceiling "
+        "the %copy column divides by");
+  }
+  if (!gpu) {
+    ImGui::TextWrapped("CPU mode: no kernels run, so there are no launch timings.");
+    ImGui::End();
+    return;
+  }
+  if (ImGui::BeginTable(
+          "launches", 5,
+          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableSetupColumn("stage / kernel");
+    ImGui::TableSetupColumn("median us");
+    ImGui::TableSetupColumn("p95 us");
+    ImGui::TableSetupColumn("GB/s");
+    ImGui::TableSetupColumn("%copy");
+    ImGui::TableHeadersRow();
+    for (size_t i = 0; i < app.runner->stages().size(); ++i) {
+      const std::string stage = app.runner->stages()[i].op->def.name;
+      double stage_us = 0;
+      int launches = 0;
+      for (const auto& [key, hist] : ui.launch_us) {
+        if (key.rfind(stage + "/", 0) != 0) continue;
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(key.c_str());
+        ImGui::TableNextColumn();
+        const double med = median_of(hist);
+        ImGui::Text("%.2f", med);
+        tip("GPU time between this launch's CUDA event pair, median of the last 240 frames");
+        ImGui::TableNextColumn();
+        ImGui::Text("%.2f", p95_of(hist));
+        tip("95th percentile of the same history");
+        stage_us += med, ++launches;
+        ImGui::TableNextColumn();
+        ImGui::TableNextColumn();
+      }
+      if (launches == 0 || stage_us <= 0) continue;
+      const double gbs = app.runner->stage_bytes(i) / (stage_us * 1e-6) / 1e9;
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::Text("%s (stage)", stage.c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", stage_us);
+      ImGui::TableNextColumn();
+      ImGui::TableNextColumn();
+      ImGui::Text("%.0f", gbs);
+      tip("the bytes the stage must move (each input read once, each output written once) over "
+          "its median time");
+      ImGui::TableNextColumn();
+      if (app.copy_gbs > 0) ImGui::Text("%.0f%%", 100 * gbs / app.copy_gbs);
+      tip("GB/s as a share of the device copy bandwidth");
+    }
+    ImGui::EndTable();
+  }
+  ImGui::End();
+}
+
+}  // namespace lab::ui

@@ -1,0 +1,158 @@
+// Viewport: a slot (input, any stage output, its CPU reference, or their difference) through a
+// colormap, with zoom, pan and a pixel probe.
+#include <epoxy/gl.h>
+
+#include <cmath>
+
+#include "app_state.h"
+
+namespace lab::ui {
+
+namespace {
+
+const char* const kViews[] = {"output", "CPU reference", "|output - reference|"};
+
+// The reference image of a slot from the last comparison, if there is one.
+const HostImage* reference_of(const GuiApp& app, const std::string& slot) {
+  for (const StageDiff& d : app.ui.diff) {
+    const Op& op = find_op(d.stage);
+    for (size_t k = 0; k < op.def.outputs.size(); ++k)
+      if (op.def.outputs[k] == slot && k < d.reference.size()) return &d.reference[k];
+  }
+  return nullptr;
+}
+
+HostImage abs_difference(const HostImage& a, const HostImage& b) {
+  HostImage out(a.desc());
+  const auto x = a.view<float>(), y = b.view<float>();
+  auto o = out.view<float>();
+  for (int r = 0; r < a.desc().height; ++r)
+    for (int c = 0; c < a.desc().width; ++c) o.at(c, r) = std::abs(x.at(c, r) - y.at(c, r));
+  return out;
+}
+
+void upload(GuiApp& app, const HostImage& img) {
+  const ImageDesc& d = img.desc();
+  Range r{app.ui.lo, app.ui.hi};
+  const bool signed_map = app.ui.cmap == Colormap::Diverging;
+  if (app.ui.auto_range) {
+    r = signed_map ? symmetric_range(img.ref()) : auto_range(img.ref());
+    app.ui.lo = r.lo, app.ui.hi = r.hi;
+  }
+  const std::vector<uint32_t> rgba = to_rgba(img.ref(), r, app.ui.cmap);
+  if (!app.texture) glGenTextures(1, &app.texture);
+  glBindTexture(GL_TEXTURE_2D, app.texture);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  if (app.tex_w != d.width || app.tex_h != d.height) {
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);  // pixels stay pixels
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, d.width, d.height, 0, GL_RGBA, GL_UNSIGNED_BYTE,
+                 rgba.data());
+    app.tex_w = d.width, app.tex_h = d.height;
+  } else {
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, d.width, d.height, GL_RGBA, GL_UNSIGNED_BYTE,
+                    rgba.data());
+  }
+}
+
+}  // namespace
+
+void draw_viewport_panel(GuiApp& app) {
+  if (!ImGui::Begin("Viewport")) {
+    ImGui::End();
+    return;
+  }
+  const auto slots = app.runner->slots();
+  if (slots.empty()) {
+    ImGui::TextUnformatted("waiting for the first frame...");
+    ImGui::End();
+    return;
+  }
+  UiState& ui = app.ui;
+  ui.slot = std::min(ui.slot, int(slots.size()) - 1);
+  ImGui::SetNextItemWidth(140);
+  if (ImGui::BeginCombo("slot", slots[size_t(ui.slot)].name.c_str())) {
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (ImGui::Selectable(slots[i].name.c_str(), int(i) == ui.slot)) ui.slot = int(i);
+    ImGui::EndCombo();
+  }
+  tip("the named image to show: the input or any stage's output");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(170);
+  ImGui::Combo("view", &ui.view, kViews, 3);
+  tip("the GPU output, the CPU reference of its stage, or their absolute difference (press "
+      "'compare now' in the Diff panel first)");
+  ImGui::SameLine();
+  int cm = int(ui.cmap);
+  ImGui::SetNextItemWidth(110);
+  if (ImGui::Combo("colormap", &cm, "gray\0viridis\0diverging\0")) ui.cmap = Colormap(cm);
+  tip("how float values become colours; NaN (an unwritten pixel) shows magenta");
+  ImGui::SameLine();
+  ImGui::Checkbox("auto range", &ui.auto_range);
+  tip("auto: the frame's finite min..max (diverging: symmetric about 0); off: the range below");
+  if (!ui.auto_range) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(160);
+    ImGui::DragFloatRange2("range", &ui.lo, &ui.hi, 0.01f);
+  }
+
+  const std::string& name = slots[size_t(ui.slot)].name;
+  app.shown = app.runner->read_slot(name);
+  const HostImage* ref = reference_of(app, name);
+  app.shown_ref = ref ? *ref : HostImage();
+  const bool float_slot = app.shown.desc().type == PixelType::F32 && app.shown.desc().channels == 1;
+  if (ui.view == 1 && ref) {
+    upload(app, *ref);
+  } else if (ui.view == 2 && ref && float_slot) {
+    upload(app, abs_difference(app.shown, *ref));
+  } else {
+    upload(app, app.shown);
+    if (ui.view != 0) ImGui::TextUnformatted("no reference yet: showing the output");
+  }
+  ImGui::Text("%s  %s  range [%.4g, %.4g]  zoom %.2fx", name.c_str(),
+              app.shown.desc().str().c_str(), ui.lo, ui.hi, ui.zoom);
+  tip(app.upload_note.c_str());
+
+  // The image, zoomed with the wheel and panned by dragging; fit to the panel at zoom 1.
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float fit = std::min(avail.x / float(app.tex_w), avail.y / float(app.tex_h));
+  const float scale = fit * ui.zoom;
+  const ImVec2 size(float(app.tex_w) * scale, float(app.tex_h) * scale);
+  ImGui::BeginChild("image", avail, false,
+                    ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  const ImVec2 origin(ImGui::GetCursorScreenPos().x + ui.pan.x,
+                      ImGui::GetCursorScreenPos().y + ui.pan.y);
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(app.texture)), size);
+  if (ImGui::IsItemHovered()) {
+    const ImGuiIO& io = ImGui::GetIO();
+    if (io.MouseWheel != 0)
+      ui.zoom = std::clamp(ui.zoom * std::pow(1.15f, io.MouseWheel), 0.1f, 64.0f);
+    if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
+      ui.pan.x += io.MouseDelta.x, ui.pan.y += io.MouseDelta.y;
+    const int px = int((io.MousePos.x - origin.x) / scale),
+              py = int((io.MousePos.y - origin.y) / scale);
+    const ImageDesc& d = app.shown.desc();
+    if (px >= 0 && py >= 0 && px < d.width && py < d.height) {
+      if (float_slot) {
+        const float g = app.shown.view<float>().at(px, py);
+        if (app.shown_ref.desc() == d) {
+          const float r = app.shown_ref.view<float>().at(px, py);
+          ImGui::SetTooltip("(%d, %d)\noutput    %.7g\nreference %.7g\ndifference %.3g", px, py, g,
+                            r, g - r);
+        } else {
+          ImGui::SetTooltip("(%d, %d)\noutput %.7g\n(no reference yet: 'compare now')", px, py, g);
+        }
+      } else {
+        const auto v = app.shown.view<uint8_t>();
+        ImGui::SetTooltip("(%d, %d)\n%s %d %d %d", px, py, d.channels >= 3 ? "B G R" : "value",
+                          v.at(px, py, 0), d.channels >= 3 ? v.at(px, py, 1) : 0,
+                          d.channels >= 3 ? v.at(px, py, 2) : 0);
+      }
+    }
+  }
+  ImGui::EndChild();
+  ImGui::End();
+}
+
+}  // namespace lab::ui

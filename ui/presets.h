@@ -1,0 +1,30 @@
+// Presets: a pipeline (every stage's variant, block, math and parameters) as JSON, with a schema
+// version. A corrupt, newer or invalid preset gives a warning and the defaults, never an error.
+#pragma once
+
+#include <string>
+
+#include "pipeline.h"
+
+namespace lab::ui {
+
+constexpr int kPresetSchema = 1;
+
+struct PresetLoad {
+  PipelineConfig pipeline;
+  std::string warning;  // empty when the preset was used as it is
+};
+
+std::string preset_to_json(const PipelineConfig& p);
+PresetLoad preset_from_json(const std::string& text);
+
+// Files; save throws Error(CantCreate / Io), load never throws (a missing file warns).
+void save_preset(const std::string& path, const PipelineConfig& p);
+PresetLoad load_preset(const std::string& path);
+
+// $XDG_CONFIG_HOME/kernel-lab (presets) and $XDG_STATE_HOME/kernel-lab (imgui.ini), with the
+// XDG defaults under $HOME; created on demand.
+std::string config_dir();
+std::string state_dir();
+
+}  // namespace lab::ui
