@@ -145,6 +145,17 @@ TEST_SUITE("cpu") {
     CHECK(s.viewport_colours > 50);  // the viewport shows the letterboxed scene
   }
 
+#if defined(LAB_WITH_OPENCV)
+  TEST_CASE("gui: an absent camera leaves the GUI running, saying so") {
+    const Shot s = screenshot("",
+                              "--headless --frames 3 --window 700x500 --device cpu "
+                              "--input camera:63");
+    CHECK(s.code == 0);
+    CHECK(s.w == 700);
+    CHECK(s.colours > 20);  // the panels render; the viewport waits for a frame
+  }
+#endif
+
   TEST_CASE("gui: without a display and without --headless it says how to run headless") {
     const char* env = std::getenv("LAB_CLI");
     const std::string cmd = std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") +

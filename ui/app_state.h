@@ -42,6 +42,7 @@ struct UiState {
   std::string preset_path;
   std::vector<StageDiff> diff;  // the last "compare now"
   int compare_every = 0;        // 0: only on request
+  char input_edit[512] = {};    // the source field of the pipeline panel
 };
 
 struct GuiApp {
@@ -74,5 +75,8 @@ void draw_device_panel(GuiApp& app);
 
 // Runs the CPU reference of every stage on the current slots and diffs them (GPU backend).
 void compare_now(GuiApp& app);
+// Replaces the frame source; it opens on the capture thread, so a slow or absent camera never
+// blocks the UI (its problem shows in the pipeline panel).
+void open_input(GuiApp& app, const std::string& spec);
 
 }  // namespace lab::ui

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -204,6 +205,14 @@ void init_imgui(float scale) {
 
 }  // namespace
 
+void open_input(GuiApp& app, const std::string& spec) {
+  io::SourceOptions so;
+  so.max_pixels = app.opt.max_pixels;
+  app.capture.reset();  // stop the old source first: a camera can be opened by one reader only
+  app.capture = std::make_unique<io::Capture>([spec, so] { return io::open_source(spec, so); });
+  app.opt.input = spec;
+}
+
 int run_gui(const GuiOptions& opt) {
   const bool has_display = std::getenv("DISPLAY") || std::getenv("WAYLAND_DISPLAY");
   if (!opt.headless && !has_display)
@@ -215,10 +224,8 @@ int run_gui(const GuiOptions& opt) {
   app.opt = opt;
   app.ui.pipeline = opt.pipeline;
   app.runner = std::make_unique<Runner>(opt.backend);
-  io::SourceOptions so;
-  so.max_pixels = opt.max_pixels;
-  const std::string input = opt.input;
-  app.capture = std::make_unique<io::Capture>([input, so] { return io::open_source(input, so); });
+  open_input(app, opt.input);
+  std::snprintf(app.ui.input_edit, sizeof app.ui.input_edit, "%s", opt.input.c_str());
   app.ui.preset_path = config_dir() + "/default.json";
   app.upload_note = opt.backend == Backend::Cuda
                         ? "host upload: the slot is downloaded and drawn with glTexSubImage2D "

@@ -103,9 +103,16 @@ void draw_pipeline_panel(GuiApp& app) {
     if (ImGui::SmallButton("dismiss")) app.ui.message.clear();
     ImGui::Separator();
   }
+  ImGui::SetNextItemWidth(-60);
+  const bool enter = ImGui::InputText("##input", app.ui.input_edit, sizeof app.ui.input_edit,
+                                      ImGuiInputTextFlags_EnterReturnsTrue);
+  tip("synthetic[:WxH[@FPS]], an image, a folder, a video, camera:N[:WxH[@FPS]] or gst:PIPELINE");
+  ImGui::SameLine();
+  if (ImGui::Button("open") || enter) open_input(app, app.ui.input_edit);
+  tip("switch the input; it opens on the capture thread, and the pipeline keeps its settings");
   const io::CaptureStats cs = app.capture->stats();
   ImGui::Text("input: %s", cs.source.empty() ? app.opt.input.c_str() : cs.source.c_str());
-  tip("the frame source (--input); it runs on its own thread into a latest-frame mailbox");
+  tip("the frame source; it runs on its own thread into a latest-frame mailbox");
   ImGui::Text("source: %s, %llu frames, %llu dropped, %llu skipped",
               io::capture_state_name(cs.state), (unsigned long long)cs.captured,
               (unsigned long long)cs.dropped, (unsigned long long)cs.skipped);
