@@ -53,6 +53,12 @@ struct GuiApp {
   bool gpu_lost = false;  // a sticky CUDA error: GPU work stopped until restart
   unsigned texture = 0;   // the viewport's GL texture
   int tex_w = 0, tex_h = 0;
+  bool tex_float = false;  // R32F through the colormap shader, or RGBA8 as it is
+  struct {
+    unsigned program = 0;
+    int proj = -1, lo = -1, hi = -1, map = -1, value = -1;
+    bool failed = false;  // the shader did not build: colormap on the CPU instead
+  } colormap_gl;
   uint64_t frames = 0;
   std::string upload_note;  // how images reach the screen
   HostImage shown;          // what the viewport shows, on the host (for the pixel probe)

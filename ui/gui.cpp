@@ -227,10 +227,12 @@ int run_gui(const GuiOptions& opt) {
   open_input(app, opt.input);
   std::snprintf(app.ui.input_edit, sizeof app.ui.input_edit, "%s", opt.input.c_str());
   app.ui.preset_path = config_dir() + "/default.json";
-  app.upload_note = opt.backend == Backend::Cuda
-                        ? "host upload: the slot is downloaded and drawn with glTexSubImage2D "
-                          "(CUDA-GL interop comes next)"
-                        : "CPU mode: the references' images are drawn with glTexSubImage2D";
+  app.upload_note =
+      opt.backend == Backend::Cuda
+          ? "host upload: the slot is downloaded, sent with glTexSubImage2D (float planes as "
+            "R32F, colormapped by a GLSL shader); CUDA-GL interop comes next"
+          : "CPU mode: the references' images are sent with glTexSubImage2D (float planes as "
+            "R32F, colormapped by a GLSL shader)";
 
   std::unique_ptr<HeadlessGl> headless;
   GLFWwindow* window = nullptr;

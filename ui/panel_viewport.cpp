@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "app_state.h"
+#include "shaders.h"
 
 namespace lab::ui {
 
@@ -31,6 +32,74 @@ HostImage abs_difference(const HostImage& a, const HostImage& b) {
   return out;
 }
 
+GLuint compile(GLenum type, const char* src, std::string& log) {
+  const GLuint sh = glCreateShader(type);
+  glShaderSource(sh, 1, &src, nullptr);
+  glCompileShader(sh);
+  GLint ok = 0;
+  glGetShaderiv(sh, GL_COMPILE_STATUS, &ok);
+  if (!ok) {
+    char buf[1024];
+    glGetShaderInfoLog(sh, sizeof buf, nullptr, buf);
+    log += buf;
+  }
+  return sh;
+}
+
+// Builds the colormap program with Dear ImGui's attribute locations, read from its own program
+// (bound when the callback runs), so the backend's vertex setup feeds ours unchanged.
+void build_colormap_program(GuiApp& app, GLuint imgui_program) {
+  auto& g = app.colormap_gl;
+  std::string log;
+  const GLuint vs = compile(GL_VERTEX_SHADER, kColormapVert, log);
+  const GLuint fs = compile(GL_FRAGMENT_SHADER, kColormapFrag, log);
+  const GLuint p = glCreateProgram();
+  glAttachShader(p, vs);
+  glAttachShader(p, fs);
+  for (const char* name : {"Position", "UV", "Color"}) {
+    const GLint loc = glGetAttribLocation(imgui_program, name);
+    if (loc >= 0) glBindAttribLocation(p, GLuint(loc), name);
+  }
+  glLinkProgram(p);
+  glDeleteShader(vs);
+  glDeleteShader(fs);
+  GLint ok = 0;
+  glGetProgramiv(p, GL_LINK_STATUS, &ok);
+  if (!ok || !log.empty()) {
+    glDeleteProgram(p);
+    g.failed = true;
+    app.ui.message = "colormap shader unavailable (" + log + "): colormapping on the CPU";
+    return;
+  }
+  g.program = p;
+  g.proj = glGetUniformLocation(p, "ProjMtx");
+  g.lo = glGetUniformLocation(p, "Lo");
+  g.hi = glGetUniformLocation(p, "Hi");
+  g.map = glGetUniformLocation(p, "Map");
+  g.value = glGetUniformLocation(p, "Value");
+}
+
+// A draw-list callback: switches the image quad to the colormap program with ImGui's
+// projection. ImDrawCallback_ResetRenderState, queued after the image, switches back.
+void use_colormap(const ImDrawList*, const ImDrawCmd* cmd) {
+  GuiApp& app = *static_cast<GuiApp*>(cmd->UserCallbackData);
+  GLint imgui_program = 0;
+  glGetIntegerv(GL_CURRENT_PROGRAM, &imgui_program);
+  if (!app.colormap_gl.program && !app.colormap_gl.failed)
+    build_colormap_program(app, GLuint(imgui_program));
+  const auto& g = app.colormap_gl;
+  if (!g.program) return;
+  float proj[16];
+  glGetUniformfv(GLuint(imgui_program), glGetUniformLocation(GLuint(imgui_program), "ProjMtx"),
+                 proj);
+  glUseProgram(g.program);
+  glUniformMatrix4fv(g.proj, 1, GL_FALSE, proj);
+  glUniform1f(g.lo, app.ui.lo);
+  glUniform1f(g.hi, app.ui.hi);
+  glUniform1i(g.map, int(app.ui.cmap));
+  glUniform1i(g.value, 0);
+}
+
 void upload(GuiApp& app, const HostImage& img) {
   const ImageDesc& d = img.desc();
   Range r{app.ui.lo, app.ui.hi};
@@ -39,19 +108,25 @@ void upload(GuiApp& app, const HostImage& img) {
     r = signed_map ? symmetric_range(img.ref()) : auto_range(img.ref());
     app.ui.lo = r.lo, app.ui.hi = r.hi;
   }
-  const std::vector<uint32_t> rgba = to_rgba(img.ref(), r, app.ui.cmap);
+  // Float planes go up as they are and are colormapped by the shader; 8-bit images, or any
+  // image when the shader is unavailable, are converted on the CPU.
+  const bool as_float = d.type == PixelType::F32 && d.channels == 1 && !app.colormap_gl.failed;
+  std::vector<uint32_t> rgba;
+  if (!as_float) rgba = to_rgba(img.ref(), r, app.ui.cmap);
+  const void* pixels = as_float ? static_cast<const void*>(img.bytes()) : rgba.data();
+  const GLenum format = as_float ? GL_RED : GL_RGBA;
+  const GLenum type = as_float ? GL_FLOAT : GL_UNSIGNED_BYTE;
   if (!app.texture) glGenTextures(1, &app.texture);
   glBindTexture(GL_TEXTURE_2D, app.texture);
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-  if (app.tex_w != d.width || app.tex_h != d.height) {
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+  if (app.tex_w != d.width || app.tex_h != d.height || app.tex_float != as_float) {
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);  // floats: no filtering
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);  // pixels stay pixels
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, d.width, d.height, 0, GL_RGBA, GL_UNSIGNED_BYTE,
-                 rgba.data());
-    app.tex_w = d.width, app.tex_h = d.height;
+    glTexImage2D(GL_TEXTURE_2D, 0, as_float ? GL_R32F : GL_RGBA8, d.width, d.height, 0, format,
+                 type, pixels);
+    app.tex_w = d.width, app.tex_h = d.height, app.tex_float = as_float;
   } else {
-    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, d.width, d.height, GL_RGBA, GL_UNSIGNED_BYTE,
-                    rgba.data());
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, d.width, d.height, format, type, pixels);
   }
 }
 
@@ -123,7 +198,10 @@ void draw_viewport_panel(GuiApp& app) {
   const ImVec2 origin(ImGui::GetCursorScreenPos().x + ui.pan.x,
                       ImGui::GetCursorScreenPos().y + ui.pan.y);
   ImGui::SetCursorScreenPos(origin);
+  if (app.tex_float) ImGui::GetWindowDrawList()->AddCallback(use_colormap, &app);
   ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(app.texture)), size);
+  if (app.tex_float)
+    ImGui::GetWindowDrawList()->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
   if (ImGui::IsItemHovered()) {
     const ImGuiIO& io = ImGui::GetIO();
     if (io.MouseWheel != 0)
