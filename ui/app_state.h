@@ -4,8 +4,10 @@
 
 #include <imgui.h>
 
+#include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,31 @@ struct StageDiff {
   std::vector<HostImage> reference;  // the CPU reference outputs, for the viewport
 };
 
+// What one engine job hands the UI: everything the panels show of a frame. Jobs run on a worker
+// thread, so the UI keeps drawing while the kernels (or, without a GPU, the CPU references)
+// run; panels read only this copy, never the runner.
+struct FrameResult {
+  bool ran = false;
+  std::vector<SlotInfo> slots;
+  std::vector<std::string> stage_names;
+  std::vector<double> stage_bytes;
+  std::vector<double> stage_ms;
+  std::vector<LaunchRecord> launches;
+  std::string shown_name;
+  HostImage shown;
+  bool compared = false;
+  std::vector<StageDiff> diff;
+  std::string error;
+  bool gpu_lost = false;
+};
+
+struct JobInput {
+  std::optional<HostImage> frame;
+  std::optional<PipelineConfig> pipeline;
+  std::string shown_name;
+  bool compare = false;
+};
+
 struct UiState {
   PipelineConfig pipeline;  // what the pipeline panel edits
   bool pipeline_dirty = false;
@@ -42,16 +69,19 @@ struct UiState {
   std::string preset_path;
   std::vector<StageDiff> diff;  // the last "compare now"
   int compare_every = 0;        // 0: only on request
-  char input_edit[512] = {};    // the source field of the pipeline panel
+  bool compare_requested = false;
+  char input_edit[512] = {};  // the source field of the pipeline panel
 };
 
 struct GuiApp {
   GuiOptions opt;
   UiState ui;
-  std::unique_ptr<Runner> runner;
+  std::unique_ptr<Runner> runner;  // used by the engine job only
   std::unique_ptr<io::Capture> capture;
-  bool gpu_lost = false;  // a sticky CUDA error: GPU work stopped until restart
-  unsigned texture = 0;   // the viewport's GL texture
+  std::future<FrameResult> job;  // the engine job in flight (destroyed, so joined, first)
+  FrameResult view;              // the last finished job's result
+  bool gpu_lost = false;         // a sticky CUDA error: GPU work stopped until restart
+  unsigned texture = 0;          // the viewport's GL texture
   int tex_w = 0, tex_h = 0;
   bool tex_float = false;  // R32F through the colormap shader, or RGBA8 as it is
   struct {
@@ -61,7 +91,6 @@ struct GuiApp {
   } colormap_gl;
   uint64_t frames = 0;
   std::string upload_note;  // how images reach the screen
-  HostImage shown;          // what the viewport shows, on the host (for the pixel probe)
   HostImage shown_ref;      // the CPU reference of the same slot, when compared
   double copy_gbs = 0;      // device copy bandwidth, measured at start (GPU)
 };
@@ -79,8 +108,10 @@ void draw_occupancy_panel(GuiApp& app);
 void draw_diff_panel(GuiApp& app);
 void draw_device_panel(GuiApp& app);
 
-// Runs the CPU reference of every stage on the current slots and diffs them (GPU backend).
+// Asks the next engine job to run every stage's CPU reference on the same input slots and diff.
 void compare_now(GuiApp& app);
+// One engine job: apply a new pipeline or input, run, and copy out what the panels show.
+FrameResult run_job(Runner& runner, JobInput in);
 // Replaces the frame source; it opens on the capture thread, so a slow or absent camera never
 // blocks the UI (its problem shows in the pipeline panel).
 void open_input(GuiApp& app, const std::string& spec);

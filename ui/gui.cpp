@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -103,56 +105,46 @@ void write_screenshot(const std::string& path, int w, int h) {
     throw Error(ErrorKind::CantCreate, "cannot write the screenshot " + path);
 }
 
-// ---- one frame of the engine --------------------------------------------------------------
+// ---- one frame of the engine -------------------------------------------------------------
 
-void apply_pipeline(GuiApp& app, const ImageDesc& input) {
-  try {
-    app.runner->configure(app.ui.pipeline, input);
+// Starts the next engine job when none is running; takes a finished job's result.
+void engine_frame(GuiApp& app, bool wait) {
+  if (app.job.valid() &&
+      (wait || app.job.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
+    FrameResult r = app.job.get();
+    if (!r.error.empty()) app.ui.message = r.error;
+    app.gpu_lost = app.gpu_lost || r.gpu_lost;
+    if (r.compared) app.ui.diff = std::move(r.diff);
+    if (r.ran) {
+      double total = 0;
+      for (const LaunchRecord& l : r.launches)
+        push_history(app.ui.launch_us[r.stage_names[l.stage] + "/" + l.kernel], 1e3f * l.ms);
+      for (double ms : r.stage_ms) total += ms;
+      push_history(app.ui.pipeline_ms, float(total));
+      ++app.frames;
+    }
+    app.view = std::move(r);
+  }
+  if (app.job.valid() || app.gpu_lost) return;
+  JobInput in;
+  io::Frame f;
+  if (app.capture->take_latest(f)) in.frame = std::move(f.image);
+  // A pipeline can only be configured for an input: it waits for the first frame.
+  if (app.ui.pipeline_dirty && (in.frame || !app.view.slots.empty())) {
+    in.pipeline = app.ui.pipeline;
+    app.ui.pipeline_dirty = false;
     app.ui.launch_us.clear();
     app.ui.diff.clear();
-  } catch (const Error& e) {
-    app.ui.message = e.what();  // the previous configuration keeps running
   }
-}
-
-void engine_frame(GuiApp& app) {
-  io::Frame f;
-  const bool fresh = app.capture->take_latest(f);
-  const auto slots = app.runner->slots();
-  const bool configured = !slots.empty();
-  if (fresh) {
-    if (!configured || f.image.desc() != slots[0].desc || app.ui.pipeline_dirty) {
-      apply_pipeline(app, f.image.desc());
-      app.ui.pipeline_dirty = false;
-    }
-    if (app.runner->slots().empty()) return;
-    app.runner->set_input(f.image);
-  } else if (app.ui.pipeline_dirty && configured) {
-    apply_pipeline(app, slots[0].desc);
-    app.ui.pipeline_dirty = false;
-  }
-  if (app.runner->slots().empty() || app.gpu_lost) return;
-  try {
-    app.runner->run();
-  } catch (const CudaError& e) {
-    app.ui.message = e.what();
-    app.gpu_lost = e.sticky();
-    return;
-  } catch (const Error& e) {
-    app.ui.message = e.what();
-    return;
-  }
-  double total = 0;
-  for (const LaunchRecord& r : app.runner->launches()) {
-    push_history(app.ui.launch_us[app.runner->stages()[r.stage].op->def.name + "/" + r.kernel],
-                 1e3f * r.ms);
-  }
-  for (double ms : app.runner->stage_ms()) total += ms;
-  push_history(app.ui.pipeline_ms, float(total));
-  ++app.frames;
-  if (app.ui.compare_every > 0 && app.runner->backend() == Backend::Cuda &&
-      app.frames % uint64_t(app.ui.compare_every) == 0)
-    compare_now(app);
+  if (!app.view.slots.empty())
+    in.shown_name =
+        app.view.slots[size_t(std::min(app.ui.slot, int(app.view.slots.size()) - 1))].name;
+  const bool every = app.ui.compare_every > 0 && app.frames > 0 &&
+                     app.frames % uint64_t(app.ui.compare_every) == 0;
+  in.compare = app.opt.backend == Backend::Cuda && (app.ui.compare_requested || every);
+  app.ui.compare_requested = false;
+  app.job = std::async(std::launch::async, run_job, std::ref(*app.runner), std::move(in));
+  if (wait) app.job.wait();
 }
 
 void draw_ui(GuiApp& app) {
@@ -190,12 +182,13 @@ std::string& ini_path() {
   return path;
 }
 
-void init_imgui(float scale) {
+void init_imgui(float scale, bool persist_layout) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
   ini_path() = state_dir() + "/imgui.ini";
-  io.IniFilename = ini_path().c_str();
+  // Headless renders use the default layout, so screenshots do not depend on past sessions.
+  io.IniFilename = persist_layout ? ini_path().c_str() : nullptr;
   ImGui::StyleColorsDark();
   if (scale > 1.0f) {  // high-DPI: scale the default font and every size
     ImGui::GetStyle().ScaleAllSizes(scale);
@@ -204,6 +197,54 @@ void init_imgui(float scale) {
 }
 
 }  // namespace
+
+FrameResult run_job(Runner& r, JobInput in) {
+  FrameResult out;
+  try {
+    const auto slots = r.slots();
+    const PipelineConfig* want = in.pipeline ? &*in.pipeline : nullptr;
+    // A new pipeline, a first frame, or a frame of another size: (re)configure.
+    if ((want && (in.frame || !slots.empty())) ||
+        (in.frame && (slots.empty() || in.frame->desc() != slots[0].desc))) {
+      const ImageDesc input = in.frame ? in.frame->desc() : slots.at(0).desc;
+      r.configure(want ? *want : r.pipeline(), input);
+    }
+    if (r.slots().empty()) return out;  // no frame yet
+    if (in.frame) r.set_input(*in.frame);
+    r.run();
+    out.ran = true;
+    out.slots = r.slots();
+    for (size_t i = 0; i < r.stages().size(); ++i) {
+      out.stage_names.push_back(r.stages()[i].op->def.name);
+      out.stage_bytes.push_back(r.stage_bytes(i));
+    }
+    out.stage_ms = r.stage_ms();
+    out.launches = r.launches();
+    out.shown_name = in.shown_name.empty()
+                         ? out.slots.at(std::min<size_t>(1, out.slots.size() - 1)).name
+                         : in.shown_name;
+    bool known = false;
+    for (const SlotInfo& s : out.slots) known = known || s.name == out.shown_name;
+    if (!known) out.shown_name = out.slots[0].name;
+    out.shown = r.read_slot(out.shown_name);
+    if (in.compare) {
+      for (size_t i = 0; i < r.stages().size(); ++i) {
+        StageDiff d;
+        d.stage = r.stages()[i].op->def.name;
+        d.reference = r.reference(i);
+        d.stats = r.compare(i, d.reference, r.stages()[i].math);
+        out.diff.push_back(std::move(d));
+      }
+      out.compared = true;
+    }
+  } catch (const CudaError& e) {
+    out.error = e.what();
+    out.gpu_lost = e.sticky();
+  } catch (const Error& e) {
+    out.error = e.what();  // the previous configuration stays in the runner
+  }
+  return out;
+}
 
 void open_input(GuiApp& app, const std::string& spec) {
   io::SourceOptions so;
@@ -223,7 +264,9 @@ int run_gui(const GuiOptions& opt) {
   GuiApp app;
   app.opt = opt;
   app.ui.pipeline = opt.pipeline;
+  app.ui.pipeline_dirty = true;  // the first job configures it
   app.runner = std::make_unique<Runner>(opt.backend);
+  if (opt.backend == Backend::Cuda) app.copy_gbs = measure_copy_bandwidth();
   open_input(app, opt.input);
   std::snprintf(app.ui.input_edit, sizeof app.ui.input_edit, "%s", opt.input.c_str());
   app.ui.preset_path = config_dir() + "/default.json";
@@ -239,7 +282,7 @@ int run_gui(const GuiOptions& opt) {
   int fb_w = opt.width, fb_h = opt.height;
   if (opt.headless) {
     headless = std::make_unique<HeadlessGl>(opt.width, opt.height);
-    init_imgui(1.0f);
+    init_imgui(1.0f, false);
     ImGui::GetIO().DisplaySize = ImVec2(float(opt.width), float(opt.height));
   } else {
     if (!glfwInit())
@@ -259,7 +302,7 @@ int run_gui(const GuiOptions& opt) {
     glfwSwapInterval(1);
     float sx = 1, sy = 1;
     glfwGetWindowContentScale(window, &sx, &sy);
-    init_imgui(std::max(sx, sy));
+    init_imgui(std::max(sx, sy), true);
     ImGui_ImplGlfw_InitForOpenGL(window, true);
   }
   ImGui_ImplOpenGL3_Init("#version 330");
@@ -274,16 +317,15 @@ int run_gui(const GuiOptions& opt) {
         glfwGetFramebufferSize(window, &fb_w, &fb_h);
         ImGui_ImplGlfw_NewFrame();
       }
-      // Headless runs render what a user would see after the first frames of the camera: give
-      // the capture thread a moment to deliver the first frame.
-      if (opt.headless && frame == 0) {
-        io::Frame first;
-        if (app.capture->wait_latest(first, std::chrono::seconds(5))) {
-          app.runner->configure(app.ui.pipeline, first.image.desc());
-          app.runner->set_input(first.image);
-        }
+      // Scripted runs (--frames, headless or not) are reproducible: each frame waits for its
+      // engine job, and the first waits (a bounded time) for the source's first frame.
+      // Interactive runs never wait: the UI draws the last result while the next one runs.
+      const bool scripted = opt.headless || opt.frames > 0;
+      if (scripted && frame == 0) {
+        for (int i = 0; i < 250 && app.capture->stats().captured == 0; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
-      engine_frame(app);
+      engine_frame(app, scripted);
       ImGui_ImplOpenGL3_NewFrame();
       ImGui::NewFrame();
       draw_ui(app);

@@ -9,7 +9,7 @@ void draw_device_panel(GuiApp& app) {
     return;
   }
   const DeviceInfo& d = device_info();
-  if (app.runner->backend() == Backend::Cpu) {
+  if (app.opt.backend == Backend::Cpu) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.8f, 0.3f, 1.0f));
     ImGui::TextWrapped("CPU-ONLY MODE: %s. Every stage runs its plain CPU reference.",
                        d.present ? "--device cpu" : d.why_absent.c_str());

@@ -6,15 +6,7 @@
 namespace lab::ui {
 
 void compare_now(GuiApp& app) {
-  app.ui.diff.clear();
-  Runner& r = *app.runner;
-  for (size_t i = 0; i < r.stages().size(); ++i) {
-    StageDiff d;
-    d.stage = r.stages()[i].op->def.name;
-    d.reference = r.reference(i);
-    d.stats = r.compare(i, d.reference, r.stages()[i].math);
-    app.ui.diff.push_back(std::move(d));
-  }
+  app.ui.compare_requested = true;
 }
 
 void draw_diff_panel(GuiApp& app) {
@@ -22,19 +14,14 @@ void draw_diff_panel(GuiApp& app) {
     ImGui::End();
     return;
   }
-  if (app.runner->backend() != Backend::Cuda) {
+  if (app.opt.backend != Backend::Cuda) {
     ImGui::TextWrapped("CPU mode: the outputs are the CPU references; there is nothing to diff.");
     ImGui::End();
     return;
   }
-  if (ImGui::Button("compare now")) {
-    try {
-      compare_now(app);
-    } catch (const Error& e) {
-      app.ui.message = e.what();
-    }
-  }
-  tip("runs every stage's CPU reference on the same input slots as the GPU and diffs the outputs");
+  if (ImGui::Button("compare now")) compare_now(app);
+  tip("runs every stage's CPU reference on the same input slots as the GPU and diffs the "
+      "outputs, on the engine thread: the UI keeps drawing meanwhile");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(100);
   ImGui::SliderInt("every N frames", &app.ui.compare_every, 0, 300);
@@ -72,7 +59,7 @@ void draw_diff_panel(GuiApp& app) {
         const std::string label =
             s.bad_slot + " (" + std::to_string(s.bad_x) + ", " + std::to_string(s.bad_y) + ")";
         if (ImGui::SmallButton(label.c_str())) {  // show that slot, zoomed on the pixel
-          const auto slots = app.runner->slots();
+          const auto& slots = app.view.slots;
           for (size_t k = 0; k < slots.size(); ++k)
             if (slots[k].name == s.bad_slot) app.ui.slot = int(k);
           app.ui.view = 2;

@@ -9,7 +9,7 @@ void draw_occupancy_panel(GuiApp& app) {
     ImGui::End();
     return;
   }
-  if (app.runner->backend() != Backend::Cuda || app.runner->launches().empty()) {
+  if (app.opt.backend != Backend::Cuda || app.view.launches.empty()) {
     ImGui::TextWrapped("No kernel launches to describe (CPU mode, or no frame yet).");
     ImGui::End();
     return;
@@ -21,7 +21,7 @@ void draw_occupancy_panel(GuiApp& app) {
                           "local",  "blk/SM", "occupancy", "Orin (sm_87)"};
     for (const char* c : cols) ImGui::TableSetupColumn(c);
     ImGui::TableHeadersRow();
-    for (const LaunchRecord& r : app.runner->launches()) {
+    for (const LaunchRecord& r : app.view.launches) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(r.kernel.c_str());

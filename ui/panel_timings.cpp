@@ -22,7 +22,7 @@ void draw_timings_panel(GuiApp& app) {
     return;
   }
   const UiState& ui = app.ui;
-  const bool gpu = app.runner->backend() == Backend::Cuda;
+  const bool gpu = app.opt.backend == Backend::Cuda;
   const double frame = median_of(ui.frame_ms);
   ImGui::Text("frame %.2f ms (%.0f fps)", frame, frame > 0 ? 1000.0 / frame : 0.0);
   tip("wall-clock time of a whole UI frame: take the newest input, run the pipeline, download "
@@ -55,8 +55,8 @@ void draw_timings_panel(GuiApp& app) {
     ImGui::TableSetupColumn("GB/s");
     ImGui::TableSetupColumn("%copy");
     ImGui::TableHeadersRow();
-    for (size_t i = 0; i < app.runner->stages().size(); ++i) {
-      const std::string stage = app.runner->stages()[i].op->def.name;
+    for (size_t i = 0; i < app.view.stage_names.size(); ++i) {
+      const std::string& stage = app.view.stage_names[i];
       double stage_us = 0;
       int launches = 0;
       for (const auto& [key, hist] : ui.launch_us) {
@@ -76,7 +76,7 @@ void draw_timings_panel(GuiApp& app) {
         ImGui::TableNextColumn();
       }
       if (launches == 0 || stage_us <= 0) continue;
-      const double gbs = app.runner->stage_bytes(i) / (stage_us * 1e-6) / 1e9;
+      const double gbs = app.view.stage_bytes[i] / (stage_us * 1e-6) / 1e9;
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::Text("%s (stage)", stage.c_str());

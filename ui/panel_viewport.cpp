@@ -137,7 +137,7 @@ void draw_viewport_panel(GuiApp& app) {
     ImGui::End();
     return;
   }
-  const auto slots = app.runner->slots();
+  const auto& slots = app.view.slots;
   if (slots.empty()) {
     ImGui::TextUnformatted("waiting for the first frame...");
     ImGui::End();
@@ -171,21 +171,22 @@ void draw_viewport_panel(GuiApp& app) {
     ImGui::DragFloatRange2("range", &ui.lo, &ui.hi, 0.01f);
   }
 
-  const std::string& name = slots[size_t(ui.slot)].name;
-  app.shown = app.runner->read_slot(name);
+  // The engine job downloads the slot chosen here for its next frame; until then the last one.
+  const std::string& name = app.view.shown_name;
   const HostImage* ref = reference_of(app, name);
   app.shown_ref = ref ? *ref : HostImage();
-  const bool float_slot = app.shown.desc().type == PixelType::F32 && app.shown.desc().channels == 1;
+  const bool float_slot =
+      app.view.shown.desc().type == PixelType::F32 && app.view.shown.desc().channels == 1;
   if (ui.view == 1 && ref) {
     upload(app, *ref);
   } else if (ui.view == 2 && ref && float_slot) {
-    upload(app, abs_difference(app.shown, *ref));
+    upload(app, abs_difference(app.view.shown, *ref));
   } else {
-    upload(app, app.shown);
+    upload(app, app.view.shown);
     if (ui.view != 0) ImGui::TextUnformatted("no reference yet: showing the output");
   }
   ImGui::Text("%s  %s  range [%.4g, %.4g]  zoom %.2fx", name.c_str(),
-              app.shown.desc().str().c_str(), ui.lo, ui.hi, ui.zoom);
+              app.view.shown.desc().str().c_str(), ui.lo, ui.hi, ui.zoom);
   tip(app.upload_note.c_str());
 
   // The image, zoomed with the wheel and panned by dragging; fit to the panel at zoom 1.
@@ -210,10 +211,10 @@ void draw_viewport_panel(GuiApp& app) {
       ui.pan.x += io.MouseDelta.x, ui.pan.y += io.MouseDelta.y;
     const int px = int((io.MousePos.x - origin.x) / scale),
               py = int((io.MousePos.y - origin.y) / scale);
-    const ImageDesc& d = app.shown.desc();
+    const ImageDesc& d = app.view.shown.desc();
     if (px >= 0 && py >= 0 && px < d.width && py < d.height) {
       if (float_slot) {
-        const float g = app.shown.view<float>().at(px, py);
+        const float g = app.view.shown.view<float>().at(px, py);
         if (app.shown_ref.desc() == d) {
           const float r = app.shown_ref.view<float>().at(px, py);
           ImGui::SetTooltip("(%d, %d)\noutput    %.7g\nreference %.7g\ndifference %.3g", px, py, g,
@@ -222,7 +223,7 @@ void draw_viewport_panel(GuiApp& app) {
           ImGui::SetTooltip("(%d, %d)\noutput %.7g\n(no reference yet: 'compare now')", px, py, g);
         }
       } else {
-        const auto v = app.shown.view<uint8_t>();
+        const auto v = app.view.shown.view<uint8_t>();
         ImGui::SetTooltip("(%d, %d)\n%s %d %d %d", px, py, d.channels >= 3 ? "B G R" : "value",
                           v.at(px, py, 0), d.channels >= 3 ? v.at(px, py, 1) : 0,
                           d.channels >= 3 ? v.at(px, py, 2) : 0);

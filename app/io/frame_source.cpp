@@ -81,6 +81,8 @@ class ImageFileSource : public FrameSource {
   ImageFileSource(const std::string& path, const LoadOptions& lo)
       : m_path(path), m_image(load_image(path, lo)) {}
   std::string describe() const override { return "image " + m_path + " " + m_image.desc().str(); }
+  // A still image is offered at 30 fps, so a capture thread paces it instead of spinning.
+  double fps() const override { return 30; }
   ReadResult read(Frame& out) override {
     out.image = m_image;
     out.index = m_next++;
@@ -108,6 +110,8 @@ class FolderSource : public FrameSource {
   std::string describe() const override {
     return "folder " + m_dir + " (" + std::to_string(m_files.size()) + " images)";
   }
+  // A slideshow: one image a second when paced (the GUI); `run` reads them back to back.
+  double fps() const override { return 1; }
   ReadResult read(Frame& out) override {
     const fs::path& f = m_files[m_pos];
     m_pos = (m_pos + 1) % m_files.size();

@@ -136,6 +136,7 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
   for (auto it = m_slots.begin(); it != m_slots.end();)
     it = descs.count(it->first) ? std::next(it) : m_slots.erase(it);
   m_slot_order = order;
+  m_pipeline = pipeline;
   m_stages = std::move(stages);
   m_state.resize(m_stages.size());
   m_stage_ms.assign(m_stages.size(), 0.0);

@@ -67,6 +67,8 @@ class Runner {
   // first stage cannot take.
   void configure(const PipelineConfig& pipeline, const ImageDesc& input);
   const std::vector<ResolvedStage>& stages() const { return m_stages; }
+  // The configuration last applied by configure().
+  const PipelineConfig& pipeline() const { return m_pipeline; }
   // Every slot in pipeline order, "input" first.
   std::vector<SlotInfo> slots() const;
 
@@ -131,6 +133,7 @@ class Runner {
 
   Backend m_backend;
   cudaStream_t m_stream = nullptr;
+  PipelineConfig m_pipeline;
   std::vector<ResolvedStage> m_stages;
   std::map<std::string, Slot> m_slots;
   std::vector<std::string> m_slot_order;
