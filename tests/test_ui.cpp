@@ -14,6 +14,7 @@
 
 #include "colormap.h"
 #include "presets.h"
+#include "probe.h"
 #include "support.h"
 
 using namespace lab;
@@ -132,6 +133,31 @@ TEST_SUITE("cpu") {
     CHECK(ui::load_preset(f.string()).warning.empty());
     fs::remove(f);
     CHECK(ui::load_preset(f.string()).warning.find("no preset") != std::string::npos);
+  }
+
+  TEST_CASE("probe and occupancy curve") {
+    const HostImage out = ramp(4, 3);
+    HostImage ref = ramp(4, 3);
+    ref.view<float>().at(1, 2) = 0.5f;
+    CHECK(ui::probe_text(out, nullptr, 9, 0).empty());
+    CHECK(ui::probe_text(out, nullptr, -1, 0).empty());
+    CHECK(ui::probe_text(out, nullptr, 3, 1).find("output 1") != std::string::npos);
+    const std::string both = ui::probe_text(out, &ref, 1, 2);
+    CHECK(both.find("(1, 2)") != std::string::npos);
+    CHECK(both.find("reference  0.5") != std::string::npos);
+    CHECK(both.find("difference -1.5") != std::string::npos);
+    HostImage bgr(ImageDesc{2, 1, 3, PixelType::U8});
+    for (int i = 0; i < 6; ++i) bgr.bytes()[i] = uint8_t(i * 10);
+    CHECK(ui::probe_text(bgr, nullptr, 1, 0) == "(1, 0)\nB G R 30 40 50");
+
+    const ArchLimits* orin = arch_limits(8, 7);
+    REQUIRE(orin != nullptr);
+    const std::vector<float> c = ui::occupancy_curve(*orin, 32, 0);
+    REQUIRE(c.size() == 32);                    // 32, 64, ..., 1024 threads
+    CHECK(c[0] == doctest::Approx(16.0 / 48));  // 32 threads: 16 blocks of 1 warp, of 48
+    CHECK(c[7] == doctest::Approx(1.0));        // 256 threads: 6 blocks, 48 warps
+    // 128 registers: 1024 threads need 131072 registers, more than a block can have.
+    CHECK(ui::occupancy_curve(*orin, 128, 0).back() == 0.0f);
   }
 
   TEST_CASE("gui: headless through EGL renders the UI and the image") {

@@ -70,6 +70,7 @@ struct UiState {
   std::vector<StageDiff> diff;  // the last "compare now"
   int compare_every = 0;        // 0: only on request
   bool compare_requested = false;
+  int occupancy_launch = 0;   // the launch whose occupancy curve is drawn
   char input_edit[512] = {};  // the source field of the pipeline panel
 };
 

@@ -1,6 +1,7 @@
 // Occupancy: per launch registers, shared memory, spills, blocks per SM, occupancy and its
 // limiter, here and on Jetson Orin (sm_87).
 #include "app_state.h"
+#include "probe.h"
 
 namespace lab::ui {
 
@@ -50,6 +51,32 @@ void draw_occupancy_panel(GuiApp& app) {
           "build's register count");
     }
     ImGui::EndTable();
+  }
+  // Occupancy against block size for one launch: how its registers and shared memory cap it
+  // here and on Orin.
+  const auto& launches = app.view.launches;
+  app.ui.occupancy_launch = std::min(app.ui.occupancy_launch, int(launches.size()) - 1);
+  const LaunchRecord& sel = launches[size_t(app.ui.occupancy_launch)];
+  ImGui::SetNextItemWidth(260);
+  if (ImGui::BeginCombo("curve of", sel.kernel.c_str())) {
+    for (size_t i = 0; i < launches.size(); ++i)
+      if (ImGui::Selectable(launches[i].kernel.c_str(), int(i) == app.ui.occupancy_launch))
+        app.ui.occupancy_launch = int(i);
+    ImGui::EndCombo();
+  }
+  tip("occupancy against threads per block (32 to 1024) with this kernel's registers and shared "
+      "memory, from our calculator");
+  const size_t smem = sel.attrs.static_smem + sel.dyn_smem;
+  const DeviceInfo& d = device_info();
+  for (const ArchLimits* arch : {arch_limits(d.major, d.minor), arch_limits(8, 7)}) {
+    if (!arch) continue;
+    const std::vector<float> curve = occupancy_curve(*arch, sel.attrs.regs, smem);
+    const std::string label =
+        std::string(arch->name) + " (now " + std::to_string(sel.threads()) + " threads)";
+    ImGui::PlotLines(label.c_str(), curve.data(), int(curve.size()), 0, nullptr, 0.0f, 1.0f,
+                     ImVec2(-180, 50));
+    tip("x: 32, 64, ... 1024 threads per block; y: theoretical occupancy 0..100%; 0 where the "
+        "block cannot launch");
   }
   ImGui::End();
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "app_state.h"
+#include "probe.h"
 #include "shaders.h"
 
 namespace lab::ui {
@@ -209,26 +210,11 @@ void draw_viewport_panel(GuiApp& app) {
       ui.zoom = std::clamp(ui.zoom * std::pow(1.15f, io.MouseWheel), 0.1f, 64.0f);
     if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
       ui.pan.x += io.MouseDelta.x, ui.pan.y += io.MouseDelta.y;
-    const int px = int((io.MousePos.x - origin.x) / scale),
-              py = int((io.MousePos.y - origin.y) / scale);
-    const ImageDesc& d = app.view.shown.desc();
-    if (px >= 0 && py >= 0 && px < d.width && py < d.height) {
-      if (float_slot) {
-        const float g = app.view.shown.view<float>().at(px, py);
-        if (app.shown_ref.desc() == d) {
-          const float r = app.shown_ref.view<float>().at(px, py);
-          ImGui::SetTooltip("(%d, %d)\noutput    %.7g\nreference %.7g\ndifference %.3g", px, py, g,
-                            r, g - r);
-        } else {
-          ImGui::SetTooltip("(%d, %d)\noutput %.7g\n(no reference yet: 'compare now')", px, py, g);
-        }
-      } else {
-        const auto v = app.view.shown.view<uint8_t>();
-        ImGui::SetTooltip("(%d, %d)\n%s %d %d %d", px, py, d.channels >= 3 ? "B G R" : "value",
-                          v.at(px, py, 0), d.channels >= 3 ? v.at(px, py, 1) : 0,
-                          d.channels >= 3 ? v.at(px, py, 2) : 0);
-      }
-    }
+    const int px = int(std::floor((io.MousePos.x - origin.x) / scale));
+    const int py = int(std::floor((io.MousePos.y - origin.y) / scale));
+    const HostImage* ref = app.shown_ref.desc() == app.view.shown.desc() ? &app.shown_ref : nullptr;
+    const std::string text = probe_text(app.view.shown, ref, px, py);
+    if (!text.empty()) ImGui::SetTooltip("%s", text.c_str());
   }
   ImGui::EndChild();
   ImGui::End();
