@@ -49,7 +49,8 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
                                {"occupancy", r.rec.est.occupancy},
                                {"limiter", limiter_name(r.rec.est.limiter)},
                                {"orin_occupancy", r.rec.orin.occupancy},
-                               {"orin_limiter", limiter_name(r.rec.orin.limiter)}});
+                               {"orin_limiter", limiter_name(r.rec.orin.limiter)},
+                               {"orin_registers_from_sm87_build", r.rec.orin_from_sm87_build}});
     out << j.dump(2) << "\n";
     return;
   }

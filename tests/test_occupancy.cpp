@@ -343,3 +343,31 @@ TEST_SUITE("cpu") {
     CHECK(refusals > 0);
   }
 }
+
+#include <cstring>
+#include <string>
+
+#include "sm87_resources.h"
+
+TEST_SUITE("cpu") {
+  TEST_CASE("sm_87 resource table: every kernel of both math passes, plausible counts") {
+    REQUIRE(lab::kSm87ResourceCount > 0);
+    size_t precise = 0, fast = 0;
+    for (size_t i = 0; i < lab::kSm87ResourceCount; ++i) {
+      const lab::Sm87Resource& r = lab::kSm87Resources[i];
+      INFO(r.kernel);
+      const std::string name = r.kernel;
+      precise += name.find("7precise") != std::string::npos;
+      fast += name.find("4fast") != std::string::npos;
+      CHECK(r.regs >= 8);
+      CHECK(r.regs <= 255);
+      CHECK(r.smem >= 0);
+      CHECK(r.smem <= 163 * 1024);
+      CHECK(lab::find_sm87_resources(r.kernel) == &r);
+    }
+    CHECK(precise == fast);  // the same kernels in both passes
+    CHECK(precise + fast == lab::kSm87ResourceCount);
+    CHECK(lab::find_sm87_resources("no_such_kernel") == nullptr);
+    CHECK(lab::find_sm87_resources(nullptr) == nullptr);
+  }
+}

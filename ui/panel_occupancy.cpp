@@ -47,8 +47,11 @@ void draw_occupancy_panel(GuiApp& app) {
           "this GPU's limits, and the resource that limits it");
       ImGui::TableNextColumn();
       ImGui::Text("%.0f%% %s", 100 * r.orin.occupancy, limiter_name(r.orin.limiter));
-      tip("the same calculator on sm_87 limits (48 warps, 16 blocks, 164 KiB per SM), with this "
-          "build's register count");
+      tip(r.orin_from_sm87_build
+              ? "the same calculator on sm_87 limits (48 warps, 16 blocks, 164 KiB per SM) with "
+                "the sm_87 build's registers and shared memory (ptxas, at build time)"
+              : "the same calculator on sm_87 limits (48 warps, 16 blocks, 164 KiB per SM) with "
+                "this GPU's register count (the sm_87 table had no entry)");
     }
     ImGui::EndTable();
   }

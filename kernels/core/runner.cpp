@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "delay.h"
+#include "sm87_resources.h"
 
 namespace lab {
 
@@ -249,9 +250,23 @@ void Runner::fill_occupancy(LaunchRecord& r) {
   const DeviceInfo& d = device_info();
   if (const ArchLimits* arch = arch_limits(d.major, d.minor))
     r.est = estimate_occupancy(*arch, res);
-  // Orin estimate with this GPU's register count: the sm_87 build of the same source can differ
-  // by a few registers.
-  if (const ArchLimits* orin = arch_limits(8, 7)) r.orin = estimate_occupancy(*orin, res);
+  // Orin: the sm_87 build's own registers and shared memory (read from ptxas at build time),
+  // found by the kernel's mangled name; this GPU's counts when the name cannot be had.
+  KernelResources orin_res = res;
+  r.orin_from_sm87_build = false;
+#if CUDART_VERSION >= 12030
+  const char* name = nullptr;
+  if (cudaFuncGetName(&name, r.func) == cudaSuccess) {
+    if (const Sm87Resource* s = find_sm87_resources(name)) {
+      orin_res.regs_per_thread = s->regs;
+      orin_res.static_smem = size_t(s->smem);
+      r.orin_from_sm87_build = true;
+    }
+  } else {
+    cudaGetLastError();
+  }
+#endif
+  if (const ArchLimits* orin = arch_limits(8, 7)) r.orin = estimate_occupancy(*orin, orin_res);
 }
 
 HostImage Runner::read_slot(const std::string& name) const {

@@ -43,7 +43,8 @@ struct LaunchRecord {
   KernelAttrs attrs;
   int blocks_per_sm = 0;   // cudaOccupancyMaxActiveBlocksPerMultiprocessor
   OccupancyEstimate est;   // our calculator on this GPU's limits (agrees with the line above)
-  OccupancyEstimate orin;  // our calculator on sm_87 (Jetson Orin) limits, same resources
+  OccupancyEstimate orin;  // our calculator on sm_87 (Jetson Orin) limits and registers
+  bool orin_from_sm87_build = false;  // registers from the sm_87 build (else this GPU's)
   int threads() const { return int(block.x * block.y * block.z); }
 };
 
