@@ -115,7 +115,8 @@ int run_cli(int argc, char** argv) {
   add_common(gui, gui_c);
   gui->add_flag("--headless", gui_o.headless,
                 "render through EGL into an offscreen framebuffer (no display needed)");
-  gui->add_option("--frames", gui_o.frames, "stop after N frames (0: until the window closes)")
+  gui->add_option("--frames", gui_o.frames,
+                  "stop after N frames (default: until the window closes; 60 headless)")
       ->check(CLI::Range(0, 100000000));
   gui->add_option("--screenshot", gui_o.screenshot, "write the last frame as PNG");
   gui->add_option("--window", gui_window, "window or framebuffer size WxH")->capture_default_str();
@@ -143,7 +144,8 @@ int run_cli(int argc, char** argv) {
       gui_o.backend = pick_backend(gui_c.device);
       gui_o.input = gui_c.input;
       gui_o.max_pixels = gui_c.max_pixels;
-      if (!gui_o.screenshot.empty() && gui_o.frames == 0) gui_o.frames = 60;
+      // Offscreen, nobody can close a window: a headless or screenshot run stops by itself.
+      if ((gui_o.headless || !gui_o.screenshot.empty()) && gui_o.frames == 0) gui_o.frames = 60;
       return ui::run_gui(gui_o);
     }
 #endif

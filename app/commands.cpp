@@ -391,8 +391,9 @@ namespace {
 // Ctrl-C or SIGTERM during `run` ends the frame loop; the normal exit path then releases the
 // camera (Capture's destructor) and the GPU (Runner's).
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) {
+extern "C" void on_interrupt(int sig) {
   g_interrupted = true;
+  std::signal(sig, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
 struct InterruptGuard {

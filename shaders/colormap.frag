@@ -21,7 +21,8 @@ void main() {
     Out_Color = vec4(1.0, 0.0, 1.0, 1.0);
     return;
   }
-  float t = clamp((v - Lo) / (Hi - Lo), 0.0, 1.0);
+  float span = Hi - Lo;
+  float t = span > 0.0 ? clamp((v - Lo) / span, 0.0, 1.0) : (v >= Hi ? 1.0 : 0.0);
   vec3 c;
   if (Map == 0) {
     c = vec3(t);

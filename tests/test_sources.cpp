@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app/io/capture.h"
@@ -161,7 +162,7 @@ TEST_SUITE("cpu") {
   }
 
 #if defined(LAB_WITH_OPENCV)
-  TEST_CASE("sources: a video loops, and its undecodable frames are skipped and counted") {
+  TEST_CASE("sources: a video loops at its real end, though its header overstates the count") {
     auto v = io::open_source(data_path("tree.avi"));
     CHECK(v->describe().find("320x240") != std::string::npos);
     CHECK(v->fps() == doctest::Approx(15).epsilon(0.01));
@@ -176,7 +177,6 @@ TEST_SUITE("cpu") {
       REQUIRE(r != io::ReadResult::Lost);
       if (r == io::ReadResult::Skip) {
         ++skips;
-        CHECK(v->last_problem().find("does not decode") != std::string::npos);
         continue;
       }
       ++frames;
@@ -184,7 +184,10 @@ TEST_SUITE("cpu") {
     }
     CHECK(looped);
     CHECK(f.index == uint64_t(frames - 1));  // indices keep counting across the loop
-    MESSAGE("tree.avi: " << frames << " frames to loop, " << skips << " skips");
+    // tree.avi declares 444 frames; 376 of them are AVI "drop" chunks, 68 decode. Its end is
+    // an end, not a run of corrupt frames.
+    CHECK(skips == 0);
+    CHECK(frames == 69);
   }
 
   TEST_CASE("sources: an absent camera and a broken pipeline say so") {
@@ -313,6 +316,49 @@ TEST_SUITE("cpu") {
       CHECK_FALSE(cap.take_latest(f));
     }
     CHECK(Clock::now() - t0 < 2500ms);
+  }
+
+  TEST_CASE("capture: stopping never waits on a source blocked inside a read") {
+    auto alive = std::make_shared<std::atomic<int>>(0);
+    const auto t0 = Clock::now();
+    {
+      io::Capture cap(
+          [&] {
+            return std::make_unique<FakeSource>(
+                std::vector<Step>{{Step::Frame}, {Step::Stall, 8, 8, 1500ms}}, alive);
+          },
+          fast_options());
+      io::Frame f;
+      REQUIRE(cap.wait_latest(f, 2000ms));
+      std::this_thread::sleep_for(50ms);  // now inside the 1.5 s read
+    }
+    CHECK(Clock::now() - t0 < 1000ms);
+    // The detached thread releases the device when the read returns.
+    CHECK(eventually([&] { return *alive == 0; }, 3000ms));
+  }
+
+  TEST_CASE("sources: a folder of only broken files is lost, and does not spin a core") {
+    const fs::path dir = fs::temp_directory_path() / ("lab_broken_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    std::ofstream(dir / "a.png") << "broken";
+    std::ofstream(dir / "b.png") << "broken";
+    auto folder = io::open_source(dir.string());
+    io::Frame f;
+    CHECK(folder->read(f) == io::ReadResult::Skip);
+    CHECK(folder->read(f) == io::ReadResult::Lost);  // a whole pass, nothing good
+    {
+      io::Capture cap([&] { return io::open_source(dir.string()); }, fast_options());
+      std::this_thread::sleep_for(300ms);
+      CHECK(cap.stats().skipped < 20);  // paced, not thousands
+      CHECK_FALSE(cap.stats().problem.empty());
+    }
+    fs::remove_all(dir);
+    // A FIFO (or any non-regular file) is refused rather than opened and blocked on.
+    const fs::path fifo =
+        fs::temp_directory_path() / ("lab_fifo_" + std::to_string(::getpid()) + ".avi");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK(open_error(fifo.string()) == ErrorKind::Data);
+    fs::remove(fifo);
   }
 
   TEST_CASE("capture: files are paced at their frame rate") {

@@ -182,6 +182,14 @@ TEST_SUITE("cpu") {
   }
 #endif
 
+  TEST_CASE("gui: a headless run without --frames stops by itself") {
+    const Shot s = screenshot("timeout 60 ",
+                              "--headless --window 320x240 --device cpu "
+                              "--input synthetic:160x120 --size 64x64");
+    CHECK(s.code == 0);  // 124 would mean the timeout killed it
+    CHECK(s.w == 320);
+  }
+
   TEST_CASE("gui: without a display and without --headless it says how to run headless") {
     const char* env = std::getenv("LAB_CLI");
     const std::string cmd = std::string("env -u DISPLAY -u WAYLAND_DISPLAY ") +

@@ -59,7 +59,8 @@ Range symmetric_range(const ImageRef& img) {
 
 uint32_t map_value(float v, Range r, Colormap c) {
   if (std::isnan(v)) return rgba(1, 0, 1);
-  const float t = std::clamp((v - r.lo) / (r.hi - r.lo), 0.0f, 1.0f);
+  const float span = r.hi - r.lo;
+  const float t = span > 0 ? std::clamp((v - r.lo) / span, 0.0f, 1.0f) : (v >= r.hi ? 1.0f : 0.0f);
   switch (c) {
     case Colormap::Gray:
       return rgba(t, t, t);

@@ -47,7 +47,8 @@ struct HeadlessGl {
   int w = 0, h = 0;
 
   HeadlessGl(int width, int height) : w(width), h(height) {
-    if (epoxy_has_egl_extension(EGL_NO_DISPLAY, "EGL_EXT_platform_device")) {
+    if (epoxy_has_egl_extension(EGL_NO_DISPLAY, "EGL_EXT_platform_device") &&
+        epoxy_has_egl_extension(EGL_NO_DISPLAY, "EGL_EXT_device_enumeration")) {
       EGLDeviceEXT devices[8];
       EGLint n = 0;
       if (eglQueryDevicesEXT(8, devices, &n) && n > 0)
@@ -116,6 +117,10 @@ void engine_frame(GuiApp& app, bool wait) {
     app.gpu_lost = app.gpu_lost || r.gpu_lost;
     if (r.compared) app.ui.diff = std::move(r.diff);
     if (r.ran) {
+      // A new input shape can change the kernels (letterbox's channel count): old histories
+      // would mix with new ones.
+      if (!app.view.slots.empty() && !r.slots.empty() && r.slots[0].desc != app.view.slots[0].desc)
+        app.ui.launch_us.clear();
       double total = 0;
       for (const LaunchRecord& l : r.launches)
         push_history(app.ui.launch_us[r.stage_names[l.stage] + "/" + l.kernel], 1e3f * l.ms);
@@ -123,7 +128,7 @@ void engine_frame(GuiApp& app, bool wait) {
       push_history(app.ui.pipeline_ms, float(total));
       ++app.frames;
     }
-    app.view = std::move(r);
+    if (r.ran) app.view = std::move(r);  // a job that failed leaves the last good frame on screen
   }
   if (app.job.valid() || app.gpu_lost) return;
   JobInput in;
@@ -242,6 +247,8 @@ FrameResult run_job(Runner& r, JobInput in) {
     out.gpu_lost = e.sticky();
   } catch (const Error& e) {
     out.error = e.what();  // the previous configuration stays in the runner
+  } catch (const std::exception& e) {
+    out.error = std::string("internal error: ") + e.what();  // shown, and the UI goes on
   }
   return out;
 }
@@ -307,7 +314,6 @@ int run_gui(const GuiOptions& opt) {
   }
   ImGui_ImplOpenGL3_Init("#version 330");
 
-  int exit_code = 0;
   try {
     for (int frame = 0; opt.frames == 0 || frame < opt.frames; ++frame) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -342,13 +348,13 @@ int run_gui(const GuiOptions& opt) {
           std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
   } catch (...) {
-    exit_code = -1;
     ImGui_ImplOpenGL3_Shutdown();
     if (window) ImGui_ImplGlfw_Shutdown(), glfwDestroyWindow(window), glfwTerminate();
     ImGui::DestroyContext();
     throw;
   }
   if (app.texture) glDeleteTextures(1, &app.texture);
+  if (app.colormap_gl.program) glDeleteProgram(app.colormap_gl.program);
   ImGui_ImplOpenGL3_Shutdown();
   if (window) {
     ImGui_ImplGlfw_Shutdown();
@@ -356,7 +362,7 @@ int run_gui(const GuiOptions& opt) {
     glfwTerminate();
   }
   ImGui::DestroyContext();
-  return exit_code;
+  return 0;
 }
 
 }  // namespace lab::ui

@@ -25,6 +25,7 @@ void draw_device_panel(GuiApp& app) {
                 d.mem_clock_khz / 1e3, d.mem_bus_bits);
     tip("the maximum clocks the driver reports (cudaDevAttrClockRate, MemoryClockRate)");
     ImGui::Text("driver %d, runtime %d", d.driver_version, d.runtime_version);
+    tip("CUDA versions as 1000 x major + 10 x minor (cudaDriverGetVersion, cudaRuntimeGetVersion)");
     if (app.gpu_lost)
       ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "GPU context lost: restart Kernel Lab");
   }

@@ -1,5 +1,7 @@
 // Occupancy: per launch registers, shared memory, spills, blocks per SM, occupancy and its
 // limiter, here and on Jetson Orin (sm_87).
+#include <algorithm>
+
 #include "app_state.h"
 #include "probe.h"
 
@@ -15,9 +17,12 @@ void draw_occupancy_panel(GuiApp& app) {
     ImGui::End();
     return;
   }
+  // The table takes what the curves below leave.
+  const float table_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - 190);
   if (ImGui::BeginTable("occ", 8,
                         ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders |
-                            ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY)) {
+                            ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY,
+                        ImVec2(0, table_h))) {
     const char* cols[] = {"kernel", "block",  "regs",      "smem",
                           "local",  "blk/SM", "occupancy", "Orin (sm_87)"};
     for (const char* c : cols) ImGui::TableSetupColumn(c);
@@ -77,7 +82,7 @@ void draw_occupancy_panel(GuiApp& app) {
     const std::string label =
         std::string(arch->name) + " (now " + std::to_string(sel.threads()) + " threads)";
     ImGui::PlotLines(label.c_str(), curve.data(), int(curve.size()), 0, nullptr, 0.0f, 1.0f,
-                     ImVec2(-180, 50));
+                     ImVec2(std::max(60.0f, ImGui::GetContentRegionAvail().x - 180), 50));
     tip("x: 32, 64, ... 1024 threads per block; y: theoretical occupancy 0..100%; 0 where the "
         "block cannot launch");
   }

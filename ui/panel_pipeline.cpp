@@ -12,9 +12,9 @@ namespace {
 // Shapes offered besides a variant's own, so that the refusal reasons can be seen.
 const Block kProbeBlocks[] = {{8, 8}, {16, 8}, {64, 16}, {64, 32}, {1024, 2}};
 
-void stage_controls(GuiApp& app, StageConfig& s) {
+void stage_controls(GuiApp& app, StageConfig& s, int index) {
   const Op& op = find_op(s.op);
-  ImGui::PushID(s.op.c_str());
+  ImGui::PushID(index);
   if (!ImGui::CollapsingHeader(s.op.c_str(), ImGuiTreeNodeFlags_DefaultOpen)) {
     ImGui::PopID();
     return;
@@ -142,7 +142,8 @@ void draw_pipeline_panel(GuiApp& app) {
     app.ui.pipeline = default_pipeline();
     app.ui.pipeline_dirty = true;
   }
-  for (StageConfig& s : app.ui.pipeline.stages) stage_controls(app, s);
+  for (size_t i = 0; i < app.ui.pipeline.stages.size(); ++i)
+    stage_controls(app, app.ui.pipeline.stages[i], int(i));
   ImGui::End();
 }
 

@@ -34,7 +34,7 @@ void draw_timings_panel(GuiApp& app) {
           : "CPU mode: the sum of the stages' reference times (steady_clock)");
   if (!ui.pipeline_ms.empty())
     ImGui::PlotLines("##pipeline", ui.pipeline_ms.data(), int(ui.pipeline_ms.size()), 0, nullptr,
-                     0.0f, FLT_MAX, ImVec2(-1, 50));
+                     0.0f, FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 50));
   tip("pipeline time per frame, oldest on the left");
   if (gpu && app.copy_gbs > 0) {
     ImGui::Text("device copy bandwidth %.0f GB/s", app.copy_gbs);
@@ -82,14 +82,17 @@ void draw_timings_panel(GuiApp& app) {
       ImGui::Text("%s (stage)", stage.c_str());
       ImGui::TableNextColumn();
       ImGui::Text("%.2f", stage_us);
+      tip("the sum of the stage's launch medians");
       ImGui::TableNextColumn();
       ImGui::TableNextColumn();
       ImGui::Text("%.0f", gbs);
       tip("the bytes the stage must move (each input read once, each output written once) over "
           "its median time");
       ImGui::TableNextColumn();
-      if (app.copy_gbs > 0) ImGui::Text("%.0f%%", 100 * gbs / app.copy_gbs);
-      tip("GB/s as a share of the device copy bandwidth");
+      if (app.copy_gbs > 0) {
+        ImGui::Text("%.0f%%", 100 * gbs / app.copy_gbs);
+        tip("GB/s as a share of the device copy bandwidth");
+      }
     }
     ImGui::EndTable();
   }

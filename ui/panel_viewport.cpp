@@ -180,7 +180,7 @@ void draw_viewport_panel(GuiApp& app) {
       app.view.shown.desc().type == PixelType::F32 && app.view.shown.desc().channels == 1;
   if (ui.view == 1 && ref) {
     upload(app, *ref);
-  } else if (ui.view == 2 && ref && float_slot) {
+  } else if (ui.view == 2 && ref && float_slot && ref->desc() == app.view.shown.desc()) {
     upload(app, abs_difference(app.view.shown, *ref));
   } else {
     upload(app, app.view.shown);
@@ -188,7 +188,8 @@ void draw_viewport_panel(GuiApp& app) {
   }
   ImGui::Text("%s  %s  range [%.4g, %.4g]  zoom %.2fx", name.c_str(),
               app.view.shown.desc().str().c_str(), ui.lo, ui.hi, ui.zoom);
-  tip(app.upload_note.c_str());
+  tip("the slot's size and type; the value range the colormap spans (min..max of this frame "
+      "with auto range); the zoom (mouse wheel) over the fit-to-panel size. Drag to pan.");
 
   // The image, zoomed with the wheel and panned by dragging; fit to the panel at zoom 1.
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -197,18 +198,22 @@ void draw_viewport_panel(GuiApp& app) {
   const ImVec2 size(float(app.tex_w) * scale, float(app.tex_h) * scale);
   ImGui::BeginChild("image", avail, false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-  const ImVec2 origin(ImGui::GetCursorScreenPos().x + ui.pan.x,
-                      ImGui::GetCursorScreenPos().y + ui.pan.y);
+  const ImVec2 child_origin = ImGui::GetCursorScreenPos();
+  const ImVec2 origin(child_origin.x + ui.pan.x, child_origin.y + ui.pan.y);
   ImGui::SetCursorScreenPos(origin);
   if (app.tex_float) ImGui::GetWindowDrawList()->AddCallback(use_colormap, &app);
   ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(app.texture)), size);
   if (app.tex_float)
     ImGui::GetWindowDrawList()->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
-  if (ImGui::IsItemHovered()) {
+  // An invisible button over the whole panel owns the mouse, so dragging pans the image
+  // instead of moving the window.
+  ImGui::SetCursorScreenPos(child_origin);
+  ImGui::InvisibleButton("canvas", ImVec2(std::max(avail.x, 1.0f), std::max(avail.y, 1.0f)));
+  if (ImGui::IsItemHovered() || ImGui::IsItemActive()) {
     const ImGuiIO& io = ImGui::GetIO();
     if (io.MouseWheel != 0)
       ui.zoom = std::clamp(ui.zoom * std::pow(1.15f, io.MouseWheel), 0.1f, 64.0f);
-    if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
+    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left))
       ui.pan.x += io.MouseDelta.x, ui.pan.y += io.MouseDelta.y;
     const int px = int(std::floor((io.MousePos.x - origin.x) / scale));
     const int py = int(std::floor((io.MousePos.y - origin.y) / scale));

@@ -1,5 +1,9 @@
 #include "app/io/capture.h"
 
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
 #include "check.h"
 
 namespace lab::io {
@@ -18,79 +22,108 @@ const char* capture_state_name(CaptureState s) {
   return "?";
 }
 
-Capture::Capture(Opener open, CaptureOptions opt)
-    : m_open(std::move(open)), m_opt(opt), m_last_frame(std::chrono::steady_clock::now()) {
-  m_thread = std::thread([this] { loop(); });
+struct Capture::Shared {
+  Opener open;
+  CaptureOptions opt;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool stop = false;
+  bool exited = false;
+  bool has_frame = false;
+  Frame frame;
+  CaptureStats stats;
+  std::chrono::steady_clock::time_point last_frame = std::chrono::steady_clock::now();
+
+  // Sleeps unless asked to stop; false when asked to stop.
+  bool sleep_for(std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return !cv.wait_for(lock, d, [&] { return stop; });
+  }
+  bool stopping() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return stop;
+  }
+};
+
+Capture::Capture(Opener open, CaptureOptions opt) : m_shared(std::make_shared<Shared>()) {
+  m_shared->open = std::move(open);
+  m_shared->opt = opt;
+  std::shared_ptr<Shared> shared = m_shared;
+  m_thread = std::thread([shared] { loop(shared); });
 }
 
 Capture::~Capture() {
-  {
-    std::lock_guard<std::mutex> lock(m_mutex);  // so a wait cannot miss the wake-up
-    m_stop = true;
-  }
-  m_cv.notify_all();
-  m_thread.join();  // the source, and so the device, is released on the thread before it ends
+  std::unique_lock<std::mutex> lock(m_shared->mutex);
+  m_shared->stop = true;
+  m_shared->cv.notify_all();
+  // The thread ends at its next check; a source blocked in an open or a read is left to return
+  // (and release its device) on the detached thread, which owns its share of the state.
+  const bool exited =
+      m_shared->cv.wait_for(lock, m_shared->opt.stop_wait, [&] { return m_shared->exited; });
+  lock.unlock();
+  if (exited)
+    m_thread.join();
+  else
+    m_thread.detach();
 }
 
 bool Capture::take_latest(Frame& out) {
-  std::lock_guard<std::mutex> lock(m_mutex);
-  if (!m_has_frame) return false;
-  out = std::move(m_frame);
-  m_has_frame = false;
-  ++m_stats.taken;
+  std::lock_guard<std::mutex> lock(m_shared->mutex);
+  if (!m_shared->has_frame) return false;
+  out = std::move(m_shared->frame);
+  m_shared->has_frame = false;
+  ++m_shared->stats.taken;
   return true;
 }
 
 bool Capture::wait_latest(Frame& out, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(m_mutex);
-  if (!m_cv.wait_for(lock, timeout, [&] { return m_has_frame; })) return false;
-  out = std::move(m_frame);
-  m_has_frame = false;
-  ++m_stats.taken;
+  std::unique_lock<std::mutex> lock(m_shared->mutex);
+  if (!m_shared->cv.wait_for(lock, timeout, [&] { return m_shared->has_frame; })) return false;
+  out = std::move(m_shared->frame);
+  m_shared->has_frame = false;
+  ++m_shared->stats.taken;
   return true;
 }
 
 CaptureStats Capture::stats() const {
-  std::lock_guard<std::mutex> lock(m_mutex);
-  CaptureStats s = m_stats;
+  std::lock_guard<std::mutex> lock(m_shared->mutex);
+  CaptureStats s = m_shared->stats;
   // Stalled is judged here, by the clock, so it shows even while the thread is blocked inside
   // a read that has not returned.
   if (s.state == CaptureState::Running &&
-      std::chrono::steady_clock::now() - m_last_frame > m_opt.stall_after)
+      std::chrono::steady_clock::now() - m_shared->last_frame > m_shared->opt.stall_after)
     s.state = CaptureState::Stalled;
   return s;
 }
 
-void Capture::set_problem(const std::string& p) {
-  std::lock_guard<std::mutex> lock(m_mutex);
-  m_stats.problem = p;
-}
-
-bool Capture::sleep_for(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(m_mutex);
-  return !m_cv.wait_for(lock, d, [&] { return m_stop.load(); });
-}
-
-void Capture::loop() {
+void Capture::loop(const std::shared_ptr<Shared>& sp) {
+  Shared& s = *sp;
   std::unique_ptr<FrameSource> src;
   bool lost = false;  // the source was open before: a success now is a reconnection
   auto next_tick = std::chrono::steady_clock::now();
-  while (!m_stop) {
+  // The frame interval when paced; a skipped frame waits it too, so a source that fails
+  // every read (a folder of broken files) cannot spin a core.
+  auto interval = [&] {
+    const double fps = src && src->fps() > 0 ? src->fps() : 30.0;
+    return std::chrono::microseconds(int64_t(1e6 / fps));
+  };
+  while (!s.stopping()) {
     if (!src) {
       try {
-        src = m_open();
-        std::lock_guard<std::mutex> lock(m_mutex);
-        m_stats.source = src->describe();
-        m_stats.state = CaptureState::Running;
-        m_last_frame = std::chrono::steady_clock::now();
-        if (lost) ++m_stats.reconnects;
+        std::unique_ptr<FrameSource> opened = s.open();
+        std::lock_guard<std::mutex> lock(s.mutex);
+        src = std::move(opened);
+        s.stats.source = src->describe();
+        s.stats.state = CaptureState::Running;
+        s.last_frame = std::chrono::steady_clock::now();
+        if (lost) ++s.stats.reconnects;
       } catch (const std::exception& e) {
         {
-          std::lock_guard<std::mutex> lock(m_mutex);
-          m_stats.problem = e.what();
-          if (m_stats.state != CaptureState::Opening) m_stats.state = CaptureState::Reconnecting;
+          std::lock_guard<std::mutex> lock(s.mutex);
+          s.stats.problem = e.what();
+          if (s.stats.state != CaptureState::Opening) s.stats.state = CaptureState::Reconnecting;
         }
-        if (!sleep_for(m_opt.retry_every)) break;
+        if (!s.sleep_for(s.opt.retry_every)) break;
         continue;
       }
     }
@@ -99,46 +132,54 @@ void Capture::loop() {
     try {
       r = src->read(f);
     } catch (const std::exception& e) {
-      set_problem(e.what());
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.stats.problem = e.what();
       r = ReadResult::Lost;
     }
     if (r == ReadResult::Frame) {
-      if (m_opt.pace && !src->live() && src->fps() > 0) {
-        next_tick += std::chrono::microseconds(int64_t(1e6 / src->fps()));
+      if (s.opt.pace && !src->live()) {
+        next_tick += interval();
         const auto now = std::chrono::steady_clock::now();
         if (next_tick > now) {
-          if (!sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now)))
+          if (!s.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now)))
             break;
         } else {
           next_tick = now;  // fell behind: do not try to catch up with a burst
         }
       }
       {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        if (m_has_frame) ++m_stats.dropped;
-        m_frame = std::move(f);
-        m_has_frame = true;
-        ++m_stats.captured;
-        m_stats.state = CaptureState::Running;
-        m_last_frame = std::chrono::steady_clock::now();
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.has_frame) ++s.stats.dropped;
+        s.frame = std::move(f);
+        s.has_frame = true;
+        ++s.stats.captured;
+        s.stats.state = CaptureState::Running;
+        s.last_frame = std::chrono::steady_clock::now();
       }
-      m_cv.notify_all();
+      s.cv.notify_all();
     } else if (r == ReadResult::Skip) {
-      std::lock_guard<std::mutex> lock(m_mutex);
-      ++m_stats.skipped;
-      m_stats.problem = src->last_problem();
+      {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        ++s.stats.skipped;
+        s.stats.problem = src->last_problem();
+      }
+      if (!s.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(interval()))) break;
     } else if (r == ReadResult::Lost) {
       {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        m_stats.state = CaptureState::Reconnecting;
-        if (!src->last_problem().empty()) m_stats.problem = src->last_problem();
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.stats.state = CaptureState::Reconnecting;
+        if (!src->last_problem().empty()) s.stats.problem = src->last_problem();
       }
       src.reset();  // release the device before trying again
       lost = true;
-      if (!sleep_for(m_opt.retry_every)) break;
+      if (!s.sleep_for(s.opt.retry_every)) break;
     }
     // Stall: nothing to do; stats() reports it from the clock.
   }
+  src.reset();  // release the device before saying we are done
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.exited = true;
+  s.cv.notify_all();
 }
 
 }  // namespace lab::io

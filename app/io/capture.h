@@ -4,15 +4,14 @@
 // once with the newest frame or nothing. A frame the consumer did not take before the next one
 // arrived counts as dropped. A source that stops delivering shows as Stalled after
 // `stall_after`; a lost or absent device is reopened every `retry_every` until it returns.
-// The destructor stops the thread and releases the device.
+// Destruction never blocks for long either: the thread is told to stop, and if its source is
+// stuck inside an open or a read, the thread is left to finish (and release the device) on its
+// own; it shares nothing with the Capture object that could dangle.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -26,6 +25,8 @@ struct CaptureOptions {
   // Pace non-live sources (files, synthetic) at their frame rate, as a camera would be; off:
   // read them as fast as the thread can.
   bool pace = true;
+  // How long the destructor waits for the thread before leaving it to finish alone.
+  std::chrono::milliseconds stop_wait{300};
 };
 
 enum class CaptureState { Opening, Running, Stalled, Reconnecting };
@@ -57,19 +58,9 @@ class Capture {
   CaptureStats stats() const;
 
  private:
-  void loop();
-  void set_problem(const std::string& p);
-  bool sleep_for(std::chrono::milliseconds d);  // false when asked to stop
-
-  Opener m_open;
-  CaptureOptions m_opt;
-  mutable std::mutex m_mutex;
-  std::condition_variable m_cv;
-  bool m_has_frame = false;
-  Frame m_frame;
-  CaptureStats m_stats;
-  std::chrono::steady_clock::time_point m_last_frame;
-  std::atomic<bool> m_stop{false};
+  struct Shared;  // everything the thread touches, owned jointly with the thread
+  static void loop(const std::shared_ptr<Shared>& shared);
+  std::shared_ptr<Shared> m_shared;
   std::thread m_thread;
 };
 

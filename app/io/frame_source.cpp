@@ -101,9 +101,14 @@ class FolderSource : public FrameSource {
  public:
   FolderSource(const std::string& dir, const LoadOptions& lo) : m_dir(dir), m_load(lo) {
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (e.is_regular_file(ec) && is_image_ext(lower_ext(e.path()))) m_files.push_back(e.path());
+    fs::directory_iterator it(dir, ec), end;
     if (ec) throw Error(ErrorKind::Io, dir + ": cannot list the folder: " + ec.message());
+    for (; it != end; it.increment(ec)) {
+      if (ec) throw Error(ErrorKind::Io, dir + ": cannot list the folder: " + ec.message());
+      std::error_code entry_ec;  // an unreadable entry (a dangling link) is just not an image
+      if (it->is_regular_file(entry_ec) && is_image_ext(lower_ext(it->path())))
+        m_files.push_back(it->path());
+    }
     std::sort(m_files.begin(), m_files.end());
     if (m_files.empty()) throw Error(ErrorKind::NoInput, dir + ": no image files in this folder");
   }
@@ -120,8 +125,10 @@ class FolderSource : public FrameSource {
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Usage) throw;
       m_problem = e.what();
-      return ReadResult::Skip;
+      // A whole pass without one good image: the folder is unusable as it is now.
+      return ++m_bad_in_a_row >= m_files.size() ? ReadResult::Lost : ReadResult::Skip;
     }
+    m_bad_in_a_row = 0;
     out.index = m_next++;
     return ReadResult::Frame;
   }
@@ -131,6 +138,7 @@ class FolderSource : public FrameSource {
   LoadOptions m_load;
   std::vector<fs::path> m_files;
   size_t m_pos = 0;
+  size_t m_bad_in_a_row = 0;
   uint64_t m_next = 0;
 };
 
@@ -146,7 +154,7 @@ void quiet_opencv() {
 HostImage to_host(const cv::Mat& m) {
   cv::Mat src = m;
   if (src.depth() != CV_8U) src.convertTo(src, CV_8U);
-  if (src.channels() == 2) cv::cvtColor(src, src, cv::COLOR_GRAY2BGR);  // rare: YUYV passthrough
+  if (src.channels() == 2) cv::cvtColor(src, src, cv::COLOR_YUV2BGR_YUYV);  // raw YUYV
   HostImage out(ImageDesc{src.cols, src.rows, src.channels(), PixelType::U8});
   for (int y = 0; y < src.rows; ++y)
     std::copy(src.ptr<uint8_t>(y), src.ptr<uint8_t>(y) + out.desc().row_bytes(),
@@ -158,12 +166,16 @@ class VideoFileSource : public FrameSource {
  public:
   VideoFileSource(const std::string& path, const LoadOptions& lo) : m_path(path), m_load(lo) {
     quiet_opencv();
-    if (!m_cap.open(path) || !m_cap.isOpened())
+    // FFmpeg's own timeouts, so a stalled stream cannot block a read (or a shutdown) forever.
+    const std::vector<int> params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 5000,
+                                     cv::CAP_PROP_READ_TIMEOUT_MSEC, 5000};
+    if (!m_cap.open(path, cv::CAP_ANY, params) || !m_cap.isOpened())
       throw Error(ErrorKind::Data, path +
                                        ": cannot decode this video (not a video, or a codec "
                                        "OpenCV's FFmpeg lacks)");
     m_count = int64_t(m_cap.get(cv::CAP_PROP_FRAME_COUNT));
     m_fps = m_cap.get(cv::CAP_PROP_FPS);
+    if (!(m_fps > 0 && m_fps < 1000)) m_fps = 30;  // unknown: pace it like a camera
   }
   std::string describe() const override {
     return "video " + m_path + " " + std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_WIDTH))) +
@@ -174,13 +186,17 @@ class VideoFileSource : public FrameSource {
   ReadResult read(Frame& out) override {
     cv::Mat m;
     if (!m_cap.read(m) || m.empty()) {
-      // A frame that does not decode: jump ahead, twice as far after each failure (a damaged
-      // stretch of a file can span many frames, and seeks into it fail too), until a frame
-      // decodes or the end is passed; then loop to the start.
+      // The end? Frame counts in headers overstate (AVI "drop" chunks): the timestamp of the
+      // last good frame, within two frames of the duration, says it better.
+      const double duration_ms = m_count > 0 ? 1000.0 * double(m_count) / m_fps : 0;
+      const bool at_end = m_bad_from < 0 && m_last_ms >= duration_ms - 2000.0 / m_fps;
+      // Otherwise a frame that does not decode: jump ahead, twice as far after each failure (a
+      // damaged stretch of a file can span many frames, and seeks into it fail too), until a
+      // frame decodes or the end is passed; then loop to the start.
       if (m_bad_from < 0) m_bad_from = int64_t(m_cap.get(cv::CAP_PROP_POS_FRAMES));
       const int64_t target = m_bad_from + m_jump;
       m_jump *= 2;
-      if (m_count > 0 && target < m_count) {
+      if (!at_end && m_count > 0 && target < m_count) {
         m_problem = m_path + ": frame " + std::to_string(m_bad_from) + " does not decode";
         m_cap.set(cv::CAP_PROP_POS_FRAMES, double(target));
         return ReadResult::Skip;
@@ -193,6 +209,7 @@ class VideoFileSource : public FrameSource {
       }
     }
     m_bad_from = -1, m_jump = 1;
+    m_last_ms = m_cap.get(cv::CAP_PROP_POS_MSEC);
     if (size_t(m.cols) * size_t(m.rows) > m_load.max_pixels) {
       m_problem = m_path + ": frame over --max-pixels";
       return ReadResult::Skip;
@@ -211,6 +228,7 @@ class VideoFileSource : public FrameSource {
   uint64_t m_next = 0;
   int64_t m_bad_from = -1;  // where the current run of undecodable frames began
   int64_t m_jump = 1;
+  double m_last_ms = 0;  // timestamp of the last good frame
 };
 
 // A live device through OpenCV: a V4L2 camera or a GStreamer pipeline.
@@ -235,9 +253,15 @@ class LiveSource : public FrameSource {
   ReadResult read(Frame& out) override {
     cv::Mat m;
     if (!m_cap.read(m) || m.empty()) {
+      // One bad frame (a corrupt MJPEG) is skipped; several in a row mean the device is gone.
+      if (++m_failures < 5) {
+        m_problem = m_name + ": a frame did not arrive or decode";
+        return ReadResult::Skip;
+      }
       m_problem = m_name + ": no frame (unplugged or stopped?)";
       return ReadResult::Lost;
     }
+    m_failures = 0;
     out.image = to_host(m);
     out.index = m_next++;
     return ReadResult::Frame;
@@ -280,6 +304,7 @@ class LiveSource : public FrameSource {
   double m_fps;
   cv::VideoCapture m_cap;
   uint64_t m_next = 0;
+  int m_failures = 0;
 };
 
 #endif  // LAB_WITH_OPENCV
@@ -343,6 +368,8 @@ std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOp
   if (st.type() == fs::file_type::directory) return std::make_unique<FolderSource>(spec, lo);
   if (st.type() == fs::file_type::not_found)
     throw Error(ErrorKind::NoInput, spec + ": no such file or folder");
+  if (st.type() != fs::file_type::regular)
+    throw Error(ErrorKind::Data, spec + ": not a regular file (a device or pipe could block)");
   if (is_video_ext(lower_ext(spec))) {
 #if defined(LAB_WITH_OPENCV)
     return std::make_unique<VideoFileSource>(spec, lo);
