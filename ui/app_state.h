@@ -70,8 +70,9 @@ struct UiState {
   std::vector<StageDiff> diff;  // the last "compare now"
   int compare_every = 0;        // 0: only on request
   bool compare_requested = false;
-  int occupancy_launch = 0;   // the launch whose occupancy curve is drawn
-  char input_edit[512] = {};  // the source field of the pipeline panel
+  int occupancy_launch = 0;        // the launch whose occupancy curve is drawn
+  int focus_x = -1, focus_y = -1;  // a pixel to centre in the viewport (diff panel's jump)
+  char input_edit[512] = {};       // the source field of the pipeline panel
 };
 
 struct GuiApp {

@@ -64,6 +64,7 @@ void draw_diff_panel(GuiApp& app) {
             if (slots[k].name == s.bad_slot) app.ui.slot = int(k);
           app.ui.view = 2;
           app.ui.zoom = 8;
+          app.ui.focus_x = s.bad_x, app.ui.focus_y = s.bad_y;
         }
         tip("the first value over the tolerance in raster order: click to show its slot");
       } else {

@@ -198,6 +198,11 @@ void draw_viewport_panel(GuiApp& app) {
   const ImVec2 size(float(app.tex_w) * scale, float(app.tex_h) * scale);
   ImGui::BeginChild("image", avail, false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  if (ui.focus_x >= 0) {  // centre the requested pixel (the diff panel's first bad value)
+    ui.pan.x = avail.x / 2 - (float(ui.focus_x) + 0.5f) * scale;
+    ui.pan.y = avail.y / 2 - (float(ui.focus_y) + 0.5f) * scale;
+    ui.focus_x = ui.focus_y = -1;
+  }
   const ImVec2 child_origin = ImGui::GetCursorScreenPos();
   const ImVec2 origin(child_origin.x + ui.pan.x, child_origin.y + ui.pan.y);
   ImGui::SetCursorScreenPos(origin);
