@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Fails when a C++/CUDA source is not formatted as .clang-format says (CI runs this).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v clang-format >/dev/null; then
+  echo "check-format: clang-format not installed; skipped" >&2
+  exit 0
+fi
+git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+echo "check-format: all sources formatted"
