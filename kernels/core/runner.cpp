@@ -231,6 +231,14 @@ const Runner::FuncInfo& Runner::func_info(const void* func) {
   FuncInfo fi;
   fi.attrs = {a.numRegs, a.sharedSizeBytes, a.localSizeBytes, a.maxThreadsPerBlock,
               a.binaryVersion};
+#if CUDART_VERSION >= 12030
+  // The kernel's mangled name finds its sm_87 counts (looked up once per kernel).
+  const char* name = nullptr;
+  if (cudaFuncGetName(&name, func) == cudaSuccess)
+    fi.sm87 = find_sm87_resources(name);
+  else
+    cudaGetLastError();  // not an error of ours: the Orin estimate uses this GPU's counts
+#endif
   return m_funcs.emplace(func, fi).first->second;
 }
 
@@ -253,19 +261,11 @@ void Runner::fill_occupancy(LaunchRecord& r) {
   // Orin: the sm_87 build's own registers and shared memory (read from ptxas at build time),
   // found by the kernel's mangled name; this GPU's counts when the name cannot be had.
   KernelResources orin_res = res;
-  r.orin_from_sm87_build = false;
-#if CUDART_VERSION >= 12030
-  const char* name = nullptr;
-  if (cudaFuncGetName(&name, r.func) == cudaSuccess) {
-    if (const Sm87Resource* s = find_sm87_resources(name)) {
-      orin_res.regs_per_thread = s->regs;
-      orin_res.static_smem = size_t(s->smem);
-      r.orin_from_sm87_build = true;
-    }
-  } else {
-    cudaGetLastError();
+  r.orin_from_sm87_build = fi.sm87 != nullptr;
+  if (fi.sm87) {
+    orin_res.regs_per_thread = fi.sm87->regs;
+    orin_res.static_smem = size_t(fi.sm87->smem);
   }
-#endif
   if (const ArchLimits* orin = arch_limits(8, 7)) r.orin = estimate_occupancy(*orin, orin_res);
 }
 

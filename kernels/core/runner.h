@@ -18,6 +18,7 @@
 #include "diff.h"
 #include "occupancy.h"
 #include "pipeline.h"
+#include "sm87_resources.h"
 
 namespace lab {
 
@@ -126,6 +127,7 @@ class Runner {
   struct FuncInfo {
     KernelAttrs attrs;
     std::map<std::pair<int, size_t>, int> blocks_per_sm;  // by (threads, dynamic smem)
+    const struct Sm87Resource* sm87 = nullptr;            // the sm_87 build's counts, when known
   };
 
   StageArgs args_for(const ResolvedStage& cfg) const;
