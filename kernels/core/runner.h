@@ -127,7 +127,7 @@ class Runner {
   struct FuncInfo {
     KernelAttrs attrs;
     std::map<std::pair<int, size_t>, int> blocks_per_sm;  // by (threads, dynamic smem)
-    const struct Sm87Resource* sm87 = nullptr;            // the sm_87 build's counts, when known
+    const Sm87Resource* sm87 = nullptr;                   // the sm_87 build's counts, when known
   };
 
   StageArgs args_for(const ResolvedStage& cfg) const;
