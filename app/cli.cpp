@@ -24,6 +24,9 @@ constexpr const char* kAbout =
 
 constexpr const char* kFooter =
     "\nExamples:\n"
+    "  kernel-lab                                       the GUI on the built-in animated input\n"
+    "  kernel-lab gui --input camera:0                  the GUI on a V4L2 camera\n"
+    "  kernel-lab gui --headless --screenshot out.png   the GUI offscreen (no display needed)\n"
     "  kernel-lab list                                  kernels, variants, blocks, parameters\n"
     "  kernel-lab check                                 every variant x block x math vs the CPU\n"
     "  kernel-lab check --input photo.png --stage blur  one stage on your image\n"
