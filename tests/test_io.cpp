@@ -378,34 +378,6 @@ TEST_SUITE("cpu") {
     }
   }
 
-  TEST_CASE("load_input specs") {
-    const HostImage full = lab::io::load_input("synthetic");
-    CHECK(full.desc() == ImageDesc{1920, 1080, 3, PixelType::U8});
-    CHECK(same_pixels(full, lab::io::synthetic_frame(1920, 1080, 1, 0)));
-    CHECK(same_pixels(lab::io::load_input("synthetic:640x480"),
-                      lab::io::synthetic_frame(640, 480, 1, 0)));
-    CHECK(same_pixels(lab::io::load_input(data_file("brick.png")),
-                      lab::io::load_image(data_file("brick.png"))));
-
-    for (const char* spec : {"synthetic:", "synthetic:640", "synthetic:640x", "synthetic:x480",
-                             "synthetic:axb", "synthetic:640x480x3", "synthetic:-5x10",
-                             "synthetic: 64x48", "synthetic:0x10", "synthetic:20000x10"}) {
-      CAPTURE(spec);
-      const Caught c = catch_error([&] { lab::io::load_input(spec); });
-      CHECK(c.thrown);
-      CHECK(c.kind == ErrorKind::Usage);
-    }
-    const Caught bad = catch_error([&] { lab::io::load_input("synthetic:big"); });
-    CHECK(contains(bad.what, "synthetic:WxH"));
-
-    lab::io::LoadOptions small;
-    small.max_pixels = 1000;
-    CHECK(catch_error([&] { lab::io::load_input("synthetic:640x480", small); }).kind ==
-          ErrorKind::Data);
-    CHECK(catch_error([&] { lab::io::load_input("/no/such/file.png"); }).kind ==
-          ErrorKind::NoInput);
-  }
-
   // --- load_image --------------------------------------------------------------------------
 
   TEST_CASE("load_image decodes the shared test images") {

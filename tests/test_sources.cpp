@@ -111,6 +111,40 @@ TEST_SUITE("cpu") {
     CHECK(open_error("/nonexistent/folder/") == ErrorKind::NoInput);
   }
 
+  TEST_CASE("sources: synthetic and file specs give the frames they name") {
+    auto first = [](const std::string& spec, const io::SourceOptions& o = {}) {
+      io::Frame f;
+      REQUIRE(io::open_source(spec, o)->read(f) == io::ReadResult::Frame);
+      return f.image;
+    };
+    const HostImage full = first("synthetic");
+    CHECK(full.desc() == ImageDesc{1920, 1080, 3, PixelType::U8});
+    CHECK(same_pixels(full, io::synthetic_frame(1920, 1080, 1, 0)));
+    CHECK(same_pixels(first("synthetic:640x480"), io::synthetic_frame(640, 480, 1, 0)));
+    CHECK(same_pixels(first(data_path("brick.png")), io::load_image(data_path("brick.png"))));
+    for (const char* spec : {"synthetic:", "synthetic:640", "synthetic:640x", "synthetic:x480",
+                             "synthetic:axb", "synthetic:640x480x3", "synthetic:-5x10",
+                             "synthetic: 64x48", "synthetic:0x10", "synthetic:20000x10"}) {
+      INFO(spec);
+      CHECK(open_error(spec) == ErrorKind::Usage);
+    }
+    try {
+      io::open_source("synthetic:big");
+      FAIL("accepted synthetic:big");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("synthetic:WxH") != std::string::npos);
+    }
+    io::SourceOptions small;
+    small.max_pixels = 1000;
+    try {
+      io::open_source("synthetic:640x480", small);
+      FAIL("accepted an oversized synthetic scene");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Data);
+    }
+    CHECK(open_error("/no/such/file.png") == ErrorKind::NoInput);
+  }
+
   TEST_CASE("sources: the synthetic scene animates, deterministically") {
     auto a = io::open_source("synthetic:64x48@15");
     auto b = io::open_source("synthetic:64x48");

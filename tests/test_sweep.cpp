@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "app/io/frame_source.h"
 #include "app/io/image_source.h"
 #include "support.h"
 #include "runner.h"
@@ -21,7 +22,11 @@ lab::HostImage load(const Pattern& p) {
     for (size_t i = 0; i < img.desc().bytes(); ++i) img.bytes()[i] = uint8_t((i * 7) % 251);
     return img;
   }
-  if (p.input.rfind("synthetic", 0) == 0) return lab::io::load_input(p.input);
+  if (p.input.rfind("synthetic", 0) == 0) {
+    lab::io::Frame f;
+    lab::io::open_source(p.input)->read(f);
+    return std::move(f.image);
+  }
   return lab::io::load_image(data_path(p.input));
 }
 

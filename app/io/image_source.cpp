@@ -390,17 +390,6 @@ void draw(HostImage& img, const Shape& sh, int frame) {
   }
 }
 
-bool parse_dim(const std::string& s, int* out) {
-  if (s.empty() || s.size() > 6) return false;
-  int v = 0;
-  for (char ch : s) {
-    if (ch < '0' || ch > '9') return false;
-    v = v * 10 + (ch - '0');
-  }
-  *out = v;
-  return true;
-}
-
 }  // namespace
 
 namespace detail {
@@ -515,27 +504,6 @@ HostImage synthetic_frame(int width, int height, uint64_t seed, int frame) {
 
   for (const Shape& sh : make_shapes(width, height, seed)) draw(img, sh, frame);
   return img;
-}
-
-HostImage load_input(const std::string& spec, const LoadOptions& opt) {
-  static const std::string kPrefix = "synthetic";
-  if (spec == kPrefix) return synthetic_frame(1920, 1080);
-  if (spec.compare(0, kPrefix.size() + 1, kPrefix + ":") == 0) {
-    const std::string size = spec.substr(kPrefix.size() + 1);
-    const size_t x = size.find_first_of("xX");
-    int w = 0, h = 0;
-    if (x == std::string::npos || !parse_dim(size.substr(0, x), &w) ||
-        !parse_dim(size.substr(x + 1), &h)) {
-      throw Error(ErrorKind::Usage, "bad input '" + spec +
-                                        "': expected 'synthetic', 'synthetic:WxH' (e.g. "
-                                        "synthetic:640x480) or an image file path");
-    }
-    if (size_t(w) * size_t(h) > opt.max_pixels) {
-      check_size(spec, w, h, opt);  // throws Data, like an oversized file
-    }
-    return synthetic_frame(w, h);
-  }
-  return load_image(spec, opt);
 }
 
 }  // namespace lab::io

@@ -32,10 +32,6 @@ HostImage load_image(const std::string& path, const LoadOptions& opt = {});
 // Throws Error(Usage) for a width or height outside 1..16384.
 HostImage synthetic_frame(int width, int height, uint64_t seed = 1, int frame = 0);
 
-// `synthetic` (1920x1080, seed 1, frame 0), `synthetic:WxH`, or a file path for load_image.
-// A malformed `synthetic:...` throws Error(Usage).
-HostImage load_input(const std::string& spec, const LoadOptions& opt = {});
-
 namespace detail {
 // The stb_image decoder, always compiled so tests can compare it with OpenCV. `name` is only
 // used in error messages. Returns U8 gray, BGR or BGRA, as load_image does.

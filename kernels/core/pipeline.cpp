@@ -1,5 +1,6 @@
 #include "pipeline.h"
 
+#include <cctype>
 #include <cstdlib>
 
 namespace lab {
@@ -98,6 +99,8 @@ std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* de
 std::optional<Block> parse_wxh(const std::string& s) {
   const auto x = s.find('x');
   if (x == std::string::npos || x == 0 || x + 1 == s.size()) return std::nullopt;
+  if (!std::isdigit((unsigned char)s[0]) || !std::isdigit((unsigned char)s[x + 1]))
+    return std::nullopt;  // strtol would accept blanks and signs
   char* end = nullptr;
   const long w = std::strtol(s.c_str(), &end, 10);
   if (end != s.c_str() + x) return std::nullopt;
