@@ -93,7 +93,8 @@ struct GuiApp {
   } colormap_gl;
   uint64_t frames = 0;
   std::string upload_note;  // how images reach the screen
-  HostImage shown_ref;      // the CPU reference of the same slot, when compared
+  uint64_t result_gen = 0;  // counts the job results applied: the viewport re-uploads on change
+  std::string uploaded;     // what the viewport texture holds (result, view, colormap, range)
   double copy_gbs = 0;      // device copy bandwidth, measured at start (GPU)
 };
 

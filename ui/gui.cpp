@@ -116,6 +116,7 @@ void engine_frame(GuiApp& app, bool wait) {
     if (!r.error.empty()) app.ui.message = r.error;
     app.gpu_lost = app.gpu_lost || r.gpu_lost;
     if (r.compared) app.ui.diff = std::move(r.diff);
+    if (r.ran || r.compared) ++app.result_gen;
     if (r.ran) {
       // A new input shape can change the kernels (letterbox's channel count): old histories
       // would mix with new ones.

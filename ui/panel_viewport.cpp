@@ -175,10 +175,18 @@ void draw_viewport_panel(GuiApp& app) {
   // The engine job downloads the slot chosen here for its next frame; until then the last one.
   const std::string& name = app.view.shown_name;
   const HostImage* ref = reference_of(app, name);
-  app.shown_ref = ref ? *ref : HostImage();
   const bool float_slot =
       app.view.shown.desc().type == PixelType::F32 && app.view.shown.desc().channels == 1;
-  if (ui.view == 1 && ref) {
+  // Upload only when what is shown changed: a new result, another view, colormap or range.
+  const std::string key =
+      std::to_string(app.result_gen) + "/" + std::to_string(ui.view) + "/" +
+      std::to_string(int(ui.cmap)) + "/" + std::to_string(ui.auto_range) +
+      (ui.auto_range ? "" : "/" + std::to_string(ui.lo) + "/" + std::to_string(ui.hi));
+  const bool fresh = key != app.uploaded || !app.texture;
+  app.uploaded = key;
+  if (!fresh) {
+    if (ui.view != 0 && !ref) ImGui::TextUnformatted("no reference yet: showing the output");
+  } else if (ui.view == 1 && ref) {
     upload(app, *ref);
   } else if (ui.view == 2 && ref && float_slot && ref->desc() == app.view.shown.desc()) {
     upload(app, abs_difference(app.view.shown, *ref));
@@ -222,8 +230,8 @@ void draw_viewport_panel(GuiApp& app) {
       ui.pan.x += io.MouseDelta.x, ui.pan.y += io.MouseDelta.y;
     const int px = int(std::floor((io.MousePos.x - origin.x) / scale));
     const int py = int(std::floor((io.MousePos.y - origin.y) / scale));
-    const HostImage* ref = app.shown_ref.desc() == app.view.shown.desc() ? &app.shown_ref : nullptr;
-    const std::string text = probe_text(app.view.shown, ref, px, py);
+    const HostImage* same = ref && ref->desc() == app.view.shown.desc() ? ref : nullptr;
+    const std::string text = probe_text(app.view.shown, same, px, py);
     if (!text.empty()) ImGui::SetTooltip("%s", text.c_str());
   }
   ImGui::EndChild();
