@@ -23,13 +23,17 @@ BenchRow bench_row(const ResolvedStage& s, const std::string& kernel) {
 }
 
 void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const BenchOptions& o,
-                double copy_gbs, const std::string& header, const std::vector<double>& frame_us) {
+                double copy_gbs, const std::string& header,
+                const std::vector<FrameTiming>& frames) {
   if (o.json) {
     nlohmann::json j;
     j["header"] = header;
     j["copy_bandwidth_gbs"] = copy_gbs;
-    j["frame_median_us"] = frame_us.empty() ? 0.0 : frame_us[0];
-    j["frame_p95_us"] = frame_us.size() > 1 ? frame_us[1] : 0.0;
+    for (const FrameTiming& f : frames) {
+      j[f.key + "_median_us"] = f.median_us;
+      j[f.key + "_p95_us"] = f.p95_us;
+      j[f.key + "_what"] = f.what;
+    }
     for (const auto& r : rows)
       j["launches"].push_back({{"stage", r.stage},
                                {"variant", r.variant},
@@ -37,6 +41,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
                                {"math", r.math},
                                {"kernel", r.kernel},
                                {"total", r.total},
+                               {"library", r.library},
                                {"median_us", r.median_us},
                                {"p95_us", r.p95_us},
                                {"gbs", r.gbs},
@@ -76,7 +81,13 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
       "regs", "smem", "local", "blk", "occ", "limiter", "orin", "orin_lim");
   out << line;
   for (const auto& r : rows) {
-    if (r.total) {
+    if (r.library) {  // a library call: CUB's kernels, timed as one
+      std::snprintf(line, sizeof line,
+                    "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %6s (library: CUB's own "
+                    "launches)\n",
+                    r.stage.c_str(), r.variant.c_str(), r.block.c_str(), r.math.c_str(),
+                    r.kernel.c_str(), r.median_us, r.p95_us, "-", "-", "-");
+    } else if (r.total) {
       std::snprintf(line, sizeof line,
                     "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8.1f %5.1f%% %5.1f%%\n",
                     r.stage.c_str(), r.variant.c_str(), r.block.c_str(), r.math.c_str(),
@@ -96,9 +107,9 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
     }
     out << line;
   }
-  if (!frame_us.empty())
-    out << "pipeline (configured variants), first launch start to last launch end: median "
-        << fmt("%.2f", frame_us[0]) << " us, p95 " << fmt("%.2f", frame_us[1]) << " us\n";
+  for (const FrameTiming& f : frames)
+    out << "pipeline (configured variants), " << f.what << ": median " << fmt("%.2f", f.median_us)
+        << " us, p95 " << fmt("%.2f", f.p95_us) << " us\n";
 }
 
 }  // namespace lab::app

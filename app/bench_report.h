@@ -15,6 +15,7 @@ struct BenchRow {
   double median_us = 0, p95_us = 0, gbs = 0, pct_copy = 0;
   double pct_copy_same = 0;  // of a copy moving the same bytes (same cache regime)
   bool total = false;        // the stage's total over several launches
+  bool library = false;      // a library call (CUB): its own launches, no occupancy of ours
   LaunchRecord rec;
 };
 
@@ -23,8 +24,14 @@ BenchRow bench_row(const ResolvedStage& s, const std::string& kernel);
 // snprintf of one number, as a string ("%.1f").
 std::string fmt(const char* format, double v);
 
-// frame_us: {median, p95} of the whole configured pipeline, or empty.
+// The whole pipeline's time per frame, one way of launching it.
+struct FrameTiming {
+  std::string key;   // JSON key stem: "frame" (an event pair per launch), "frame_stream", ...
+  std::string what;  // how it was launched and timed
+  double median_us = 0, p95_us = 0;
+};
+
 void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const BenchOptions& o,
-                double copy_gbs, const std::string& header, const std::vector<double>& frame_us);
+                double copy_gbs, const std::string& header, const std::vector<FrameTiming>& frames);
 
 }  // namespace lab::app

@@ -18,7 +18,8 @@ namespace {
 
 constexpr const char* kAbout =
     "Kernel Lab: an interactive visualizer and laboratory for GPU kernels.\n"
-    "Runs an image keypoint pipeline (letterbox -> blur -> sobel -> harris) on the GPU,\n"
+    "Runs an image keypoint pipeline (letterbox -> blur -> sobel -> harris -> nms -> topk ->\n"
+    "sample -> l2norm) on the GPU, shows the keypoints and descriptors it finds,\n"
     "times every launch, estimates its occupancy (this GPU and Jetson Orin sm_87) and diffs\n"
     "every output against a plain CPU reference. Without a GPU it runs the CPU references.";
 
@@ -32,6 +33,7 @@ constexpr const char* kFooter =
     "  kernel-lab check --input photo.png --stage blur  one stage on your image\n"
     "  kernel-lab bench --sweep-variants --size 3840x2160 --input synthetic:3840x2160\n"
     "  kernel-lab run --input photo.jpg --dump out/     each slot as out/<slot>.npy\n"
+    "  kernel-lab run --graph --frames 100              the pipeline as one CUDA graph per frame\n"
     "\nExit codes (sysexits): 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,\n"
     "69 no CUDA device (--device cuda), 70 internal or CUDA error, 73 cannot create output,\n"
     "74 I/O error.";
@@ -45,6 +47,10 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
       ->capture_default_str();
   cmd->add_option("--device", o.device, "auto (cuda when a GPU is present), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--pipeline", o.pipeline,
+                  "keypoints (all eight stages) or harris (letterbox to the Harris response)")
+      ->check(CLI::IsMember(pipeline_names()))
       ->capture_default_str();
   cmd->add_option("--size", o.size, "letterbox output size WxH (default 1280x736)");
   cmd->add_option("--variant", o.variants, "STAGE=NAME, e.g. blur=v2_separable (repeatable)");
@@ -102,7 +108,10 @@ int run_cli(int argc, char** argv) {
   RunOptions run_o;
   auto* run = app.add_subcommand("run", "Process the input and dump every slot as .npy");
   add_common(run, run_c);
-  run->add_option("--dump", run_o.dump, "folder for <slot>.npy (float32 H x W, C order)");
+  run->add_option("--dump", run_o.dump,
+                  "folder for <slot>.npy (float32 H x W, C order); keypoints.npy is N x 3 (x, y, "
+                  "score), patches.npy and descriptors.npy N x 64, in the exact top-K order");
+  run->add_flag("--graph", run_c.graph, "replay the pipeline as one CUDA graph each frame");
   run->add_option("--frames", run_o.frames, "frames to process (timings: median, p95)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "app/bench_report.h"
@@ -88,6 +89,11 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
       new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped});
   s->runner.configure(s->pipeline, s->input.desc());
   s->runner.set_input(s->input);
+  if (c.graph && b == Backend::Cuda)
+    s->runner.set_graph(true);
+  else if (c.graph)
+    std::cerr << "kernel-lab: --graph: no CUDA graph on the CPU references; running them "
+                 "stage by stage\n";
   return s;
 }
 
@@ -99,7 +105,7 @@ std::string bad_pixel(const DiffStats& d) {
 }  // namespace
 
 PipelineConfig build_pipeline(const CommonOptions& o) {
-  PipelineConfig p = default_pipeline();
+  PipelineConfig p = default_pipeline(o.pipeline);
   if (!o.size.empty()) apply_size(p, o.size);
   for (const auto& s : o.variants) apply_variant(p, s);
   for (const auto& s : o.blocks) apply_block(p, s);
@@ -217,12 +223,13 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
   r.run();
   std::printf("%-10s %-18s %-6s %-8s %10s %10s %8s %6s %-18s %9s  %s\n", "stage", "variant",
               "block", "math", "max_abs", "mean_abs", "PSNR", "over", "first bad", "limit",
-              "result");
+              "result (keypoint sets: precision, recall; descriptors: cosine similarity)");
   int total = 0, failed = 0, refused = 0;
   for (size_t i = 0; i < r.stages().size(); ++i) {
     const ResolvedStage configured = r.stages()[i];
     if (!selected(o.stages, configured.op->def.name)) continue;
-    const std::vector<HostImage> ref = r.reference(i);
+    // A fused variant has its own reference (over other inputs): one per reference function.
+    std::map<ReferenceFn, std::vector<HostImage>> refs;
     const auto& variants = configured.op->def.variants;
     for (size_t v = 0; v < variants.size(); ++v) {
       std::vector<Block> blocks = variants[v].blocks;
@@ -231,6 +238,8 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
         for (MathMode m : {MathMode::Precise, MathMode::Fast}) {
           ResolvedStage cfg = configured;
           cfg.variant = v, cfg.block = b, cfg.math = m;
+          if (!refs.count(cfg.reference())) refs[cfg.reference()] = r.reference(i, &cfg);
+          const std::vector<HostImage>& ref = refs[cfg.reference()];
           const std::string why = block_refusal(variants[v], b, &dev);
           if (!why.empty()) {
             ++refused;
@@ -250,14 +259,16 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
                         variants[v].name.c_str(), b.str().c_str(), math_name(m), e.what());
             continue;
           }
-          const DiffStats d = r.compare(i, ref, m);
+          const DiffStats d = r.compare(i, ref, m, &cfg);
           ++total;
           failed += !d.pass();
-          std::printf("%-10s %-18s %-6s %-8s %10.3g %10.3g %8s %6zu %-18s %9.3g  %s\n",
+          const std::string detail = d.detail();
+          std::printf("%-10s %-18s %-6s %-8s %10.3g %10.3g %8s %6zu %-18s %9.3g  %s%s%s\n",
                       cfg.op->def.name.c_str(), variants[v].name.c_str(), b.str().c_str(),
                       math_name(m), d.max_abs, d.mean_abs,
                       std::isinf(d.psnr) ? "inf" : fmt("%.1f", d.psnr).c_str(), d.over,
-                      bad_pixel(d).c_str(), d.limit, d.pass() ? "ok" : "FAIL");
+                      bad_pixel(d).c_str(), d.limit, d.pass() ? "ok" : "FAIL",
+                      detail.empty() ? "" : "  ", detail.c_str());
         }
     }
     r.run_stage(i);  // the configured variant's output feeds the next stage
@@ -334,7 +345,7 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
             stage_us.push_back(1e3 * r.stage_ms()[i]);
             recs = L;
           }
-          const double bytes = r.stage_bytes(i);
+          const double bytes = r.stage_bytes(i, &cfg);
           // A copy that moves the same bytes (half read, half written) shares the stage's cache
           // regime: at 1280x736 everything fits the H200's 60 MB L2, at 4K it does not.
           const size_t half = std::max(size_t(1) << 20, size_t(bytes / 2) & ~size_t(255));
@@ -350,6 +361,7 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
               row.pct_copy_same = 100 * row.gbs / copy_same;
             }
             row.rec = recs[n];
+            row.library = recs[n].func == nullptr;
             rows.push_back(row);
           }
           if (recs.size() > 1) {
@@ -366,19 +378,33 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
     }
     r.run_stage(i);  // restore the configured output for the next stage
   }
-  std::vector<double> frame;
-  for (int w = 0; w < o.warmup; ++w) r.run();
-  for (int k = 0; k < o.reps; ++k) {
-    r.run_queued(kQueueAheadUs);
-    frame.push_back(1e3 * r.frame_ms());
+  // The whole pipeline: stage by stage with an event pair per launch (what the per-launch rows
+  // and the GUI see), stage by stage with one pair around the frame (what an application pays),
+  // and replayed as one CUDA graph.
+  std::vector<FrameTiming> frames = {
+      {"frame", "stage by stage, an event pair per launch, first start to last end"},
+      {"frame_stream", "stage by stage, one event pair around the frame"},
+      {"frame_graph", "one CUDA graph, cudaGraphLaunch between one event pair"}};
+  for (size_t mode = 0; mode < frames.size(); ++mode) {
+    r.set_per_launch_timing(mode == 0);
+    r.set_graph(mode == 2);
+    std::vector<double> frame;
+    for (int w = 0; w < o.warmup; ++w) r.run();
+    for (int k = 0; k < o.reps; ++k) {
+      r.run_queued(kQueueAheadUs);
+      frame.push_back(1e3 * r.frame_ms());
+    }
+    frames[mode].median_us = median(frame);
+    frames[mode].p95_us = percentile(frame, 95);
   }
-  const std::vector<double> frame_us{median(frame), percentile(frame, 95)};
+  r.set_graph(false);
+  r.set_per_launch_timing(true);
   if (o.out.empty()) {
-    print_rows(std::cout, rows, o, copy_gbs, header.str(), frame_us);
+    print_rows(std::cout, rows, o, copy_gbs, header.str(), frames);
   } else {
     std::ofstream f(o.out);
     if (!f) throw Error(ErrorKind::CantCreate, "cannot create " + o.out);
-    print_rows(f, rows, o, copy_gbs, header.str(), frame_us);
+    print_rows(f, rows, o, copy_gbs, header.str(), frames);
     f.close();  // a failure to flush shows only here
     if (!f) throw Error(ErrorKind::Io, "writing " + o.out + " failed");
   }
@@ -408,6 +434,68 @@ struct InterruptGuard {
   }
 };
 }  // namespace
+
+namespace {
+
+// Rows of the keypoint slots in the exact top-K order (score descending, then y * W + x), the
+// pad rows dropped: the histogram top-K appends in no particular order, and a dump should not
+// depend on the variant.
+std::vector<int> keypoint_order(const HostImage& kp, int width) {
+  const auto v = kp.view<float>();
+  std::vector<int> rows;
+  for (int i = 0; i < v.width; ++i)
+    if (v.at(i, 0, 0) >= 0) rows.push_back(i);
+  auto index = [&](int i) { return double(v.at(i, 0, 1)) * width + v.at(i, 0, 0); };
+  std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) {
+    if (v.at(a, 0, 2) != v.at(b, 0, 2)) return v.at(a, 0, 2) > v.at(b, 0, 2);
+    return index(a) < index(b);
+  });
+  return rows;
+}
+
+// The listed rows of a K-row slot (keypoints: K x 1 x 3; patches, descriptors: K x 64) as an
+// N x C float image.
+HostImage take_rows(const HostImage& img, const std::vector<int>& rows, bool keypoints) {
+  const int cols = keypoints ? 3 : img.desc().width;
+  HostImage out(ImageDesc{cols, int(rows.size()), 1, PixelType::F32});
+  const auto src = img.view<float>();
+  auto dst = out.view<float>();
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int c = 0; c < cols; ++c)
+      dst.at(c, int(r)) = keypoints ? src.at(rows[r], 0, c) : src.at(c, rows[r]);
+  return out;
+}
+
+}  // namespace
+
+void dump_slots(const Runner& r, const std::string& folder) {
+  std::set<std::string> unwritten;  // outputs of stages a fused variant did the work of
+  for (size_t i = 0; i < r.stages().size(); ++i)
+    if (r.skipped(i))
+      for (const auto& name : r.stages()[i].op->def.outputs) unwritten.insert(name);
+  int index_width = 1;  // the top-K index y * W + x is over the NMS map
+  for (const SlotInfo& s : r.slots())
+    if (s.name == "nms") index_width = s.desc.width;
+  std::vector<int> rows;
+  bool have_rows = false;
+  for (const SlotInfo& slot : r.slots()) {
+    const std::string path = (std::filesystem::path(folder) / (slot.name + ".npy")).string();
+    if (unwritten.count(slot.name)) {
+      std::cout << "not written: " << slot.name << " (its stage is fused into a later one)\n";
+      continue;
+    }
+    HostImage img = r.read_slot(slot.name);
+    if (slot.name == "keypoints") {
+      rows = keypoint_order(img, index_width);
+      have_rows = true;
+      img = take_rows(img, rows, true);
+    } else if (have_rows && (slot.name == "patches" || slot.name == "descriptors")) {
+      img = take_rows(img, rows, false);
+    }
+    io::write_npy(path, img);
+    std::cout << "wrote " << path << " (" << img.desc().str() << ")\n";
+  }
+}
 
 int cmd_run(const CommonOptions& c, const RunOptions& o) {
   if (!o.dump.empty()) {
@@ -468,22 +556,22 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     s->skipped += st.skipped;
   }
   const char* unit = r.backend() == Backend::Cuda ? "GPU" : "CPU";
-  for (size_t i = 0; i < ms.size(); ++i)
-    std::printf("%-10s %-18s %-6s %-8s %s median %9.3f ms  p95 %9.3f ms\n",
-                r.stages()[i].op->def.name.c_str(), r.stages()[i].variant_def().name.c_str(),
-                r.stages()[i].block.str().c_str(), math_name(r.stages()[i].math), unit,
-                median(ms[i]), percentile(ms[i], 95));
-  if (g_interrupted) std::printf("interrupted: stopping after %zu frame(s)\n", frame.size());
-  std::printf("frame: median %.3f ms, p95 %.3f ms over %zu frame(s); %llu dropped, %zu skipped\n",
-              median(frame), percentile(frame, 95), frame.size(), (unsigned long long)dropped,
-              s->skipped);
-  if (!o.dump.empty()) {
-    for (const SlotInfo& slot : r.slots()) {
-      const std::string path = (std::filesystem::path(o.dump) / (slot.name + ".npy")).string();
-      io::write_npy(path, r.read_slot(slot.name));
-      std::cout << "wrote " << path << " (" << slot.desc.str() << ")\n";
-    }
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const ResolvedStage& st = r.stages()[i];
+    std::printf("%-10s %-18s %-6s %-8s ", st.op->def.name.c_str(), st.variant_def().name.c_str(),
+                st.block.str().c_str(), math_name(st.math));
+    if (r.skipped(i))
+      std::printf("skipped: fused into %s\n", r.fused_into(i).c_str());
+    else if (r.graph())
+      std::printf("in the CUDA graph (timed as a whole)\n");
+    else
+      std::printf("%s median %9.3f ms  p95 %9.3f ms\n", unit, median(ms[i]), percentile(ms[i], 95));
   }
+  if (g_interrupted) std::printf("interrupted: stopping after %zu frame(s)\n", frame.size());
+  std::printf("frame%s: median %.3f ms, p95 %.3f ms over %zu frame(s); %llu dropped, %zu skipped\n",
+              r.graph() ? " (CUDA graph)" : "", median(frame), percentile(frame, 95), frame.size(),
+              (unsigned long long)dropped, s->skipped);
+  if (!o.dump.empty()) dump_slots(r, o.dump);
   return 0;
 }
 

@@ -15,8 +15,10 @@ namespace lab::app {
 // Options every engine subcommand takes.
 struct CommonOptions {
   std::string input = "synthetic";
-  std::string device = "auto";  // auto | cpu | cuda
-  std::string size;             // letterbox output WxH; empty: the op's default
+  std::string device = "auto";         // auto | cpu | cuda
+  std::string size;                    // letterbox output WxH; empty: the op's default
+  std::string pipeline = "keypoints";  // a named pipeline (pipeline_names())
+  bool graph = false;                  // replay the pipeline as a CUDA graph (run, bench, gui)
   std::vector<std::string> variants, blocks, maths, params;
   size_t max_pixels = io::kDefaultMaxPixels;
 };
@@ -51,6 +53,11 @@ struct RunOptions {
 PipelineConfig build_pipeline(const CommonOptions& o);
 // cpu or cuda from --device; throws Error(Unavailable) for cuda without a device.
 Backend pick_backend(const std::string& device);
+
+// Every slot as <folder>/<slot>.npy. keypoints.npy is N x 3 (x, y, score) and patches.npy,
+// descriptors.npy N x 64, the pad rows dropped, in the exact top-K order whichever variant ran;
+// slots of a stage that a fused variant replaced are not written.
+void dump_slots(const Runner& r, const std::string& folder);
 
 int cmd_list(const ListOptions& o);
 int cmd_check(const CommonOptions& c, const CheckOptions& o);

@@ -10,5 +10,5 @@ cmake --build --preset gpu-server
 rm -rf bundle && mkdir -p bundle/bin bundle/data
 cp build-gpu/kernel-lab build-gpu/tests/lab_tests bundle/bin/
 cp ../shared/data/*.png ../shared/data/*.jpg bundle/data/
-cp scripts/gpu-proof.sh bundle/
+cp scripts/gpu-proof.sh scripts/torch_pipeline.py bundle/
 echo "bundle: $(du -sh bundle | cut -f1)"; ldd bundle/bin/kernel-lab | grep -v -E "linux-vdso|ld-linux" || true

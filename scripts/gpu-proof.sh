@@ -2,7 +2,8 @@
 # Runs on the GPU machine from a carried bundle (scripts/build-gpu-bundle.sh): the GPU tests,
 # `check` for every stage x variant x block x math, compute-sanitizer on `check` over inputs
 # that reach every code path (gray, BGR, BGRA, 1x1, odd sizes), and, unless LAB_PROOF_BENCH=0,
-# `bench` at 1280x736 and 3840x2160. Logs go to $OUT (or ./out).
+# `bench` at 1280x736 and 3840x2160, and the PyTorch comparison (scripts/torch_pipeline.py)
+# where python3 has torch. Logs go to $OUT (or ./out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
@@ -28,6 +29,9 @@ step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
     done
   done
   step "$san" --tool racecheck --error-exitcode 99 "$lab" check --input synthetic:640x480 --size 320x184
+  step "$san" --tool racecheck --error-exitcode 99 "$lab" check --input "$here/data/brick.png" --size 257x131 --stage nms --stage topk --stage sample --stage l2norm
+  step "$san" --tool synccheck --error-exitcode 99 "$lab" check --input "$here/data/brick.png" --size 257x131 --stage topk --stage l2norm
+  step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$here/data/brick.png" --size 257x131
 } 2>&1 | tee "$out/sanitizer.log" | grep -E "^===|ERROR SUMMARY|RACECHECK SUMMARY|configurations"
 [ "${LAB_PROOF_BENCH:-1}" = 0 ] && exit 0
 {
@@ -37,3 +41,6 @@ step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
   step "$lab" bench --sweep-variants --sweep-blocks --sweep-math --input synthetic:1920x1080 --size 1280x736 --csv --out "$out/sweep-1280x736.csv"
   step "$lab" bench --sweep-variants --sweep-blocks --input synthetic:3840x2160 --size 3840x2160 --reps 50 --csv --out "$out/sweep-3840x2160.csv"
 } 2>&1 | tee "$out/bench.log"
+if python3 -c "import torch" 2>/dev/null; then
+  step python3 "$here/torch_pipeline.py" --lab "$lab" --topk-input "$here/data/graf1.png" 2>&1 | tee "$out/torch.log"
+fi

@@ -32,7 +32,9 @@ TEST_SUITE("cpu") {
     const auto rows = sample_rows();
     app::BenchOptions o;
     std::ostringstream table;
-    app::print_rows(table, rows, o, 4000, "header line\n", {32.5, 33.0});
+    const std::vector<app::FrameTiming> frames = {{"frame", "per launch", 32.5, 33.0},
+                                                  {"frame_graph", "as a graph", 20.25, 21.0}};
+    app::print_rows(table, rows, o, 4000, "header line\n", frames);
     const std::string t = table.str();
     CHECK(t.find("header line") == 0);
     CHECK(t.find("blur_v3_smem_tile<32,8>") != std::string::npos);
@@ -40,7 +42,8 @@ TEST_SUITE("cpu") {
     CHECK(t.find("62.5%") != std::string::npos);
     CHECK(t.find("88.0%") != std::string::npos);
     CHECK(t.find("(stage total)") != std::string::npos);
-    CHECK(t.find("median 32.50 us") != std::string::npos);
+    CHECK(t.find("per launch: median 32.50 us") != std::string::npos);
+    CHECK(t.find("as a graph: median 20.25 us") != std::string::npos);
 
     o.csv = true;
     std::ostringstream csv;
@@ -64,7 +67,7 @@ TEST_SUITE("cpu") {
 
     o.csv = false, o.json = true;
     std::ostringstream js;
-    app::print_rows(js, rows, o, 4000, "h", {32.5, 33.0});
+    app::print_rows(js, rows, o, 4000, "h", {{"frame", "per launch", 32.5, 33.0}});
     const auto j = nlohmann::json::parse(js.str());
     REQUIRE(j["launches"].size() == 2);
     CHECK(j["launches"][0]["regs"] == 32);

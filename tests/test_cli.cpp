@@ -183,6 +183,40 @@ TEST_SUITE("cpu") {
       CHECK_MESSAGE(
           std::equal(direct.bytes(), direct.bytes() + direct.desc().bytes(), dumped.bytes()), slot);
     }
+    // The keypoint head: nms H x W; keypoints N x 3, patches and descriptors N x 64, the pad
+    // rows dropped, in the exact top-K order.
+    CHECK(lab::io::read_npy((d / "nms.npy").string()).desc() ==
+          lab::ImageDesc{200, 120, 1, lab::PixelType::F32});
+    const lab::HostImage kp = lab::io::read_npy((d / "keypoints.npy").string());
+    const int n = kp.desc().height;
+    CHECK(kp.desc().width == 3);
+    CHECK(n > 0);
+    CHECK(n <= 4096);
+    for (const char* slot : {"patches", "descriptors"})
+      CHECK(lab::io::read_npy((d / (std::string(slot) + ".npy")).string()).desc() ==
+            lab::ImageDesc{64, n, 1, lab::PixelType::F32});
+    const lab::HostImage nms = runner.read_slot("nms");
+    for (int i = 0; i < n; ++i) {
+      const auto k = kp.view<float>();
+      CHECK(k.at(2, i) == nms.view<float>().at(int(k.at(0, i)), int(k.at(1, i))));
+      if (i) CHECK(k.at(2, i - 1) >= k.at(2, i));
+    }
+    // Fused descriptors: patches.npy is not written (its stage did not run).
+    const fs::path f = scratch_dir() / "fused";
+    const Result fr = lab_cli("run" + kCpu + "--input synthetic:320x200 --size 160x96 " +
+                              "--variant l2norm=v3_fused_sample --dump " + f.string());
+    INFO(fr.out);
+    CHECK(fr.code == 0);
+    CHECK(has(fr, "skipped: fused into l2norm/v3_fused_sample"));
+    CHECK_FALSE(fs::exists(f / "patches.npy"));
+    CHECK(fs::exists(f / "descriptors.npy"));
+    // The harris pipeline stops at the response.
+    const fs::path h = scratch_dir() / "harris";
+    CHECK(lab_cli("run" + kCpu + "--pipeline harris --input synthetic:64x48 --dump " + h.string())
+              .code == 0);
+    CHECK(fs::exists(h / "harris.npy"));
+    CHECK_FALSE(fs::exists(h / "nms.npy"));
+    CHECK(lab_cli("run" + kCpu + "--pipeline nope").code == 64);
     // Unwritable dump folder: 73.
     const Result bad = lab_cli("run" + kCpu + "--input synthetic:8x8 --dump " +
                                (d / "letterbox.npy" / "sub").string());

@@ -41,7 +41,9 @@ TEST_SUITE("cpu") {
       CHECK((op.def.reference != nullptr));
       CHECK((op.def.shape != nullptr));
       CHECK(op.fast_launch.size() == op.def.variants.size());
-      CHECK((op.def.tol_precise.abs > 0 || op.def.tol_precise.rel > 0));
+      // Exact ops (comparisons, integer selection) have a zero tolerance; tol_why says why.
+      CHECK((op.def.tol_precise.abs >= 0 && op.def.tol_precise.rel >= 0));
+      CHECK((op.def.tol_fast.abs >= op.def.tol_precise.abs));
       CHECK(!op.def.tol_why.empty());
       CHECK((op.def.default_variant.empty() || op.find_variant(op.def.default_variant) >= 0));
       for (const std::string& in : op.def.inputs) CHECK(produced.count(in) == 1);
@@ -53,6 +55,13 @@ TEST_SUITE("cpu") {
         CHECK((op.fast_launch[v] != nullptr));
         CHECK((vd.launch != op.fast_launch[v]));  // really two compilations
         CHECK(!vd.delta.empty());
+        // A fused variant reads slots written earlier and replaces an earlier op.
+        for (const std::string& in : vd.inputs)
+          CHECK((optional_slot(in) || produced.count(in) == 1));
+        if (!vd.fuses.empty()) {
+          CHECK(produced.count(find_op(vd.fuses).def.outputs[0]) == 1);
+          CHECK((vd.reference != nullptr));
+        }
         CHECK(block_refusal(vd, vd.default_block, nullptr).empty());
         for (const Block& b : vd.blocks) CHECK(b.threads() <= 1024);
         // Warp-shuffle and float4 kernels need each warp on 32 consecutive x of one row.
@@ -201,16 +210,19 @@ TEST_SUITE("cpu") {
     for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
     r.run();
     const auto slots = r.slots();
-    REQUIRE(slots.size() == 6);
+    REQUIRE(slots.size() == 10);
     CHECK(slots[0].name == "input");
     CHECK(slots[5].name == "harris");
+    CHECK(slots[6].name == "nms");
+    CHECK(slots[7].desc == ImageDesc{4096, 1, 3, PixelType::F32});   // keypoints
+    CHECK(slots[9].desc == ImageDesc{64, 4096, 1, PixelType::F32});  // descriptors
     for (size_t k = 1; k < slots.size(); ++k) {
       const HostImage img = r.read_slot(slots[k].name);
-      CHECK(img.desc() == ImageDesc{160, 96, 1, PixelType::F32});
+      if (k <= 6) CHECK(img.desc() == ImageDesc{160, 96, 1, PixelType::F32});
       const auto v = img.view<float>();
       size_t bad = 0;
       for (int y = 0; y < v.height; ++y)
-        for (int x = 0; x < v.width; ++x) bad += !std::isfinite(v.at(x, y));
+        for (int x = 0; x < v.width * v.channels; ++x) bad += !std::isfinite(v.row(y)[x]);
       CHECK_MESSAGE(bad == 0, slots[k].name);
     }
     // The reference of a stage on the slot contents reproduces that stage's output.

@@ -1,6 +1,7 @@
 // The registry-wide sweep (GPU): every op x variant x allowed block x math mode, on odd sizes and
 // real images, against the op's CPU reference within its tolerance, outputs poisoned first.
 // A new op is covered here with no new test code.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,8 @@ int sweep(const Pattern& p) {
   int runs = 0;
   for (size_t i = 0; i < r.stages().size(); ++i) {
     const lab::ResolvedStage configured = r.stages()[i];
-    const std::vector<lab::HostImage> ref = r.reference(i);
+    // A fused variant has its own reference: one per reference function.
+    std::map<lab::ReferenceFn, std::vector<lab::HostImage>> refs;
     const auto& variants = configured.op->def.variants;
     for (size_t v = 0; v < variants.size(); ++v)
       for (const lab::Block& b : variants[v].blocks)
@@ -51,6 +53,8 @@ int sweep(const Pattern& p) {
           lab::ResolvedStage s = configured;
           s.variant = v, s.block = b, s.math = m;
           const std::string label = p.input + " -> " + p.size + ": " + s.label();
+          if (!refs.count(s.reference())) refs[s.reference()] = r.reference(i, &s);
+          const std::vector<lab::HostImage>& ref = refs[s.reference()];
           REQUIRE_MESSAGE(lab::block_refusal(variants[v], b, &dev).empty(), label);
           r.poison_outputs(i);
           try {
@@ -62,14 +66,16 @@ int sweep(const Pattern& p) {
             MESSAGE(label << ": refused at launch: " << e.what());
             continue;
           }
-          const lab::DiffStats d = r.compare(i, ref, m);
-          CHECK_MESSAGE(d.pass(), label << ": max_abs " << d.max_abs << " limit " << d.limit
-                                        << " over " << d.over << " nan " << d.nans << " first bad "
-                                        << d.bad_slot << "(" << d.bad_x << "," << d.bad_y
-                                        << ") got " << d.bad_got << " ref " << d.bad_ref);
+          const lab::DiffStats d = r.compare(i, ref, m, &s);
+          CHECK_MESSAGE(d.pass(), label << ": " << d.detail() << " max_abs " << d.max_abs
+                                        << " limit " << d.limit << " over " << d.over << " nan "
+                                        << d.nans << " first bad " << d.bad_slot << "(" << d.bad_x
+                                        << "," << d.bad_y << ") got " << d.bad_got << " ref "
+                                        << d.bad_ref);
           // Every launch was recorded with a time and an occupancy that CUDA agrees with.
           for (const lab::LaunchRecord& rec : r.launches()) {
             CHECK_MESSAGE(rec.ms > 0, label << " " << rec.kernel);
+            if (!rec.func) continue;  // a library call (CUB): no occupancy of ours
             CHECK_MESSAGE(rec.est.blocks_per_sm == rec.blocks_per_sm,
                           label << " " << rec.kernel << ": our occupancy calculator says "
                                 << rec.est.blocks_per_sm << " blocks/SM, CUDA "

@@ -1,9 +1,12 @@
 #include "diff.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "check.h"
+#include "op.h"
 
 namespace lab {
 
@@ -59,11 +62,59 @@ DiffStats diff_images(const HostImage& got, const HostImage& ref, const Toleranc
   return s;
 }
 
+std::string DiffStats::detail() const {
+  std::string s;
+  char buf[160];
+  if (has_set) {
+    std::snprintf(buf, sizeof buf, "P %.3f R %.3f %zu/%zu kp", precision(), recall(), set_got,
+                  set_ref);
+    s += buf;
+  }
+  if (has_cosine) {
+    std::snprintf(buf, sizeof buf, "%scos min %.6f mean %.6f", s.empty() ? "" : ", ", cos_min,
+                  cos_mean);
+    s += buf;
+  }
+  if (!fail.empty()) s += (s.empty() ? "" : ": ") + fail;
+  return s;
+}
+
+void add_cosine(DiffStats& s, const HostImage& got, const HostImage& ref, size_t rows) {
+  const auto g = got.view<float>(), r = ref.view<float>();
+  double sum = 0;
+  size_t n = 0;
+  s.has_cosine = true;
+  for (int y = 0; y < r.height && size_t(y) < rows; ++y) {
+    double gg = 0, rr = 0, gr = 0;
+    for (int x = 0; x < r.width; ++x) {
+      const double a = g.at(x, y), b = r.at(x, y);
+      gg += a * a, rr += b * b, gr += a * b;
+    }
+    // Two zero vectors (a constant patch) agree; one zero and one not do not.
+    double c = gg == 0 && rr == 0 ? 1.0 : (gg == 0 || rr == 0 ? 0.0 : gr / std::sqrt(gg * rr));
+    if (!std::isfinite(c)) c = -1;  // an unwritten (NaN) descriptor
+    s.cos_min = n ? std::min(s.cos_min, c) : c;
+    sum += c, ++n;
+  }
+  s.cos_mean = n ? sum / double(n) : 1.0;
+}
+
 void merge_diff(DiffStats& into, const DiffStats& o) {
   if (into.count == 0) {
     into = o;
     return;
   }
+  if (o.has_set) {
+    into.has_set = true;
+    into.set_got = o.set_got, into.set_ref = o.set_ref, into.set_matched = o.set_matched;
+    into.max_score_err = o.max_score_err;
+  }
+  if (o.has_cosine) {
+    into.cos_min = into.has_cosine ? std::min(into.cos_min, o.cos_min) : o.cos_min;
+    into.cos_mean = o.cos_mean;
+    into.has_cosine = true;
+  }
+  if (into.fail.empty()) into.fail = o.fail;
   const size_t n = into.count + o.count;
   // PSNR: combine the mean squared errors over the same peak (the larger of the two).
   auto mse_of = [](const DiffStats& s) {

@@ -5,9 +5,10 @@
 #include <string>
 
 #include "image.h"
-#include "op.h"
 
 namespace lab {
+
+struct Tolerance;
 
 struct DiffStats {
   size_t count = 0;  // values compared
@@ -22,14 +23,31 @@ struct DiffStats {
   std::string bad_slot;
   int bad_x = -1, bad_y = -1, bad_c = -1;
   double bad_got = 0, bad_ref = 0;
+  // Keypoint sets (topk): matched by exact position; precision = matched / got, recall =
+  // matched / ref; the largest score error over matched points.
+  bool has_set = false;
+  size_t set_got = 0, set_ref = 0, set_matched = 0;
+  double max_score_err = 0;
+  // Descriptors: cosine similarity of each row with its reference row.
+  bool has_cosine = false;
+  double cos_min = 1, cos_mean = 1;
+  std::string fail;  // why an op's own comparison failed (empty: see `over`)
 
-  bool pass() const { return over == 0 && count > 0; }
+  double precision() const { return set_got ? double(set_matched) / double(set_got) : 1.0; }
+  double recall() const { return set_ref ? double(set_matched) / double(set_ref) : 1.0; }
+  bool pass() const { return over == 0 && count > 0 && fail.empty(); }
+  // "P 1.000 R 1.000 4096/4096 kp" and/or "cos min 0.99999 mean 1.00000"; empty when neither.
+  std::string detail() const;
 };
 
 // Compares two images of the same desc (float or 8-bit). Throws Error(Internal) on a mismatch
 // of descs.
 DiffStats diff_images(const HostImage& got, const HostImage& ref, const Tolerance& tol,
                       const std::string& slot = "");
+
+// Cosine similarity of each of the first `rows` rows of `got` with the same row of `ref` (float,
+// one channel), into s.cos_min / s.cos_mean.
+void add_cosine(DiffStats& s, const HostImage& got, const HostImage& ref, size_t rows);
 
 // Folds the statistics of another output of the same stage into `into`.
 void merge_diff(DiffStats& into, const DiffStats& other);

@@ -18,6 +18,15 @@ void launch(LaunchContext& ctx, const char* name, void (*kernel)(P...), dim3 gri
   ctx.after_launch();
 }
 
+// A library call (CUB) that launches kernels of its own on the stage's stream: timed as one
+// record between an event pair, without occupancy (its kernels and shapes are CUB's).
+template <typename F>
+void library_call(LaunchContext& ctx, const char* name, F&& call) {
+  ctx.before_launch(nullptr, name, dim3(1), dim3(1), 0);
+  LAB_CUDA_CHECK(call());
+  ctx.after_launch();
+}
+
 // Grid covering a w x h image with `block`; grids overshoot, kernels bounds-check.
 inline dim3 grid_2d(int w, int h, Block block) {
   return dim3(unsigned((w + block.x - 1) / block.x), unsigned((h + block.y - 1) / block.y));

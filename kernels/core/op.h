@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "check.h"
+#include "diff.h"
 #include "image.h"
 #include "params.h"
 
@@ -73,6 +74,19 @@ using ReferenceFn = void (*)(const StageArgs&);
 using ShapeFn = std::vector<ImageDesc> (*)(const std::vector<ImageDesc>& in, const ParamMap& p);
 using SmemFn = size_t (*)(Block);
 
+struct VariantDef;
+// What an op's own comparison sees: the stage's inputs, the GPU's outputs and the reference's,
+// all on the host.
+struct CompareArgs {
+  const std::vector<HostImage>* in = nullptr;
+  const std::vector<HostImage>* got = nullptr;
+  const std::vector<HostImage>* ref = nullptr;
+  const std::vector<std::string>* out_names = nullptr;
+  const VariantDef* variant = nullptr;
+  Tolerance tol;
+};
+using CompareFn = DiffStats (*)(const CompareArgs&);
+
 struct VariantDef {
   std::string name;   // "v2_separable"
   std::string delta;  // one line: what changed from the previous step, and why
@@ -80,6 +94,15 @@ struct VariantDef {
   Block default_block;
   LaunchFn launch = nullptr;
   SmemFn smem = nullptr;  // dynamic + static shared memory a block uses; null: none
+  // A fused variant does the work of the stage before it: `fuses` names that stage (the
+  // pipeline then skips it), `inputs` replaces the op's input slots and `reference` the op's
+  // reference. A slot name ending in '?' is optional: absent, the launcher sees a null image.
+  std::string fuses;
+  std::vector<std::string> inputs;
+  ReferenceFn reference = nullptr;
+  // Non-empty for a variant whose result may legitimately differ from the reference (the
+  // histogram top-K): what differs and what the comparison then holds it to.
+  std::string approx;
 };
 
 struct OpDef {
@@ -92,7 +115,8 @@ struct OpDef {
   ReferenceFn reference = nullptr;  // plain CPU loops over host images
   Tolerance tol_precise;
   Tolerance tol_fast;
-  std::string tol_why;  // the bound, explained
+  std::string tol_why;          // the bound, explained
+  CompareFn compare = nullptr;  // null: every output value against the tolerance
   std::vector<VariantDef> variants;
   std::string default_variant;  // the pipeline's choice; empty: the last (most refined) variant
 };

@@ -38,10 +38,18 @@ std::string ResolvedStage::label() const {
   return op->def.name + "/" + variant_def().name + " " + block.str() + " " + math_name(math);
 }
 
-PipelineConfig default_pipeline() {
+std::vector<std::string> pipeline_names() {
+  return {"keypoints", "harris"};
+}
+
+PipelineConfig default_pipeline(const std::string& name) {
+  if (name != "keypoints" && name != "harris")
+    throw Error(ErrorKind::Usage, "unknown pipeline '" + name + "' (known: keypoints, harris)");
   PipelineConfig p;
-  for (const Op& op : registry())
+  for (const Op& op : registry()) {
     p.stages.push_back({op.def.name, "", std::nullopt, MathMode::Precise, {}});
+    if (name == "harris" && op.def.name == "harris") break;
+  }
   return p;
 }
 

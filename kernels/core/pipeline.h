@@ -33,11 +33,30 @@ struct ResolvedStage {
   ParamMap params;
 
   const VariantDef& variant_def() const { return op->def.variants[variant]; }
+  // The slots the chosen variant reads (a fused variant reads other slots than its op); a name
+  // may end in '?' (optional).
+  const std::vector<std::string>& inputs() const {
+    return variant_def().inputs.empty() ? op->def.inputs : variant_def().inputs;
+  }
+  ReferenceFn reference() const {
+    return variant_def().reference ? variant_def().reference : op->def.reference;
+  }
   std::string label() const;  // "blur/v3_smem_tile 32x8 precise"
 };
 
-// letterbox -> blur -> sobel -> harris, every stage at its default.
-PipelineConfig default_pipeline();
+// "name?" -> "name" (an optional input slot).
+inline std::string slot_name(const std::string& s) {
+  return !s.empty() && s.back() == '?' ? s.substr(0, s.size() - 1) : s;
+}
+inline bool optional_slot(const std::string& s) {
+  return !s.empty() && s.back() == '?';
+}
+
+// The named pipelines: "keypoints" (every stage: letterbox -> blur -> sobel -> harris -> nms ->
+// topk -> sample -> l2norm) and "harris" (the dense part, up to the Harris response).
+std::vector<std::string> pipeline_names();
+// Every stage of the named pipeline at its default; throws Error(Usage) listing the names.
+PipelineConfig default_pipeline(const std::string& name = "keypoints");
 
 // Why `block` cannot run `variant` (empty when it can): over 1024 threads, not one of the
 // shapes the variant was written or instantiated for, or more shared memory than the device

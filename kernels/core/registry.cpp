@@ -6,12 +6,20 @@ OpDef letterbox_op();
 OpDef blur_op();
 OpDef sobel_op();
 OpDef harris_op();
+OpDef nms_op();
+OpDef topk_op();
+OpDef sample_op();
+OpDef l2norm_op();
 }  // namespace ops::precise
 namespace ops::fast {
 OpDef letterbox_op();
 OpDef blur_op();
 OpDef sobel_op();
 OpDef harris_op();
+OpDef nms_op();
+OpDef topk_op();
+OpDef sample_op();
+OpDef l2norm_op();
 }  // namespace ops::fast
 
 namespace {
@@ -37,6 +45,10 @@ const std::vector<Op>& registry() {
       merge(ops::precise::blur_op(), ops::fast::blur_op()),
       merge(ops::precise::sobel_op(), ops::fast::sobel_op()),
       merge(ops::precise::harris_op(), ops::fast::harris_op()),
+      merge(ops::precise::nms_op(), ops::fast::nms_op()),
+      merge(ops::precise::topk_op(), ops::fast::topk_op()),
+      merge(ops::precise::sample_op(), ops::fast::sample_op()),
+      merge(ops::precise::l2norm_op(), ops::fast::l2norm_op()),
   };
   return ops;
 }

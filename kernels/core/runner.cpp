@@ -1,6 +1,7 @@
 #include "runner.h"
 
 #include <chrono>
+#include <cmath>
 
 #include "delay.h"
 #include "sm87_resources.h"
@@ -40,6 +41,10 @@ class Runner::Context : public LaunchContext {
 
   void before_launch(const void* func, const char* name, dim3 grid, dim3 block,
                      size_t smem) override {
+    if (!func) {  // a library call (CUB): timed as one launch, its kernels are not ours to check
+      record(nullptr, name, grid, block, smem);
+      return;
+    }
     const FuncInfo& fi = m_r.func_info(func);
     const int threads = int(block.x * block.y * block.z);
     if (threads > fi.attrs.max_threads)
@@ -56,6 +61,17 @@ class Runner::Context : public LaunchContext {
                                         std::to_string(fi.attrs.static_smem + smem) +
                                         " bytes of shared memory per block, the device gives " +
                                         std::to_string(dev.smem_per_block));
+    record(func, name, grid, block, smem);
+  }
+
+  void after_launch() override {
+    if (!m_r.m_untimed_launches)
+      LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[m_r.m_launches.size() - 1].second, m_r.m_stream));
+    LAB_CUDA_CHECK(cudaGetLastError());
+  }
+
+ private:
+  void record(const void* func, const char* name, dim3 grid, dim3 block, size_t smem) {
     LaunchRecord rec;
     rec.stage = m_stage;
     rec.kernel = name;
@@ -71,15 +87,11 @@ class Runner::Context : public LaunchContext {
       m_r.m_events.emplace_back(a, b);
     }
     m_r.m_launches.push_back(std::move(rec));
-    LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[n].first, m_r.m_stream));
+    // Inside a graph capture the launches are timed as a whole, by the graph's event pair.
+    if (!m_r.m_untimed_launches)
+      LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[n].first, m_r.m_stream));
   }
 
-  void after_launch() override {
-    LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[m_r.m_launches.size() - 1].second, m_r.m_stream));
-    LAB_CUDA_CHECK(cudaGetLastError());
-  }
-
- private:
   Runner& m_r;
   size_t m_stage;
 };
@@ -95,6 +107,9 @@ Runner::Runner(Backend backend) : m_backend(backend) {
 }
 
 Runner::~Runner() {
+  reset_graph();
+  for (cudaEvent_t e : m_graph_ev)
+    if (e) cudaEventDestroy(e);
   for (auto& [a, b] : m_events) cudaEventDestroy(a), cudaEventDestroy(b);
   if (m_stream) cudaStreamDestroy(m_stream);
 }
@@ -106,13 +121,28 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
   // Shapes first, so that a bad input leaves the runner as it was.
   std::map<std::string, ImageDesc> descs{{"input", input}};
   std::vector<std::string> order{"input"};
-  for (const ResolvedStage& s : stages) {
+  for (const auto& [name, desc] : m_extra) descs[name] = desc, order.push_back(name);
+  std::vector<bool> skip(stages.size(), false);
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const ResolvedStage& s = stages[i];
+    // A fused variant does the work of the nearest earlier stage it names.
+    if (!s.variant_def().fuses.empty())
+      for (size_t j = i; j-- > 0;)
+        if (stages[j].op->def.name == s.variant_def().fuses) {
+          skip[j] = true;
+          break;
+        }
     std::vector<ImageDesc> in;
-    for (const std::string& name : s.op->def.inputs) {
-      auto it = descs.find(name);
-      if (it == descs.end())
-        throw Error(ErrorKind::Usage, "stage " + s.op->def.name + " reads slot '" + name +
+    for (const std::string& spec : s.inputs()) {
+      auto it = descs.find(slot_name(spec));
+      if (it == descs.end()) {
+        if (optional_slot(spec)) {
+          in.push_back(ImageDesc{0, 0, 1, PixelType::F32});
+          continue;
+        }
+        throw Error(ErrorKind::Usage, "stage " + s.op->def.name + " reads slot '" + spec +
                                           "', which no earlier stage writes");
+      }
       in.push_back(it->second);
     }
     const std::vector<ImageDesc> out = s.op->def.shape(in, s.params);
@@ -139,6 +169,8 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
   m_slot_order = order;
   m_pipeline = pipeline;
   m_stages = std::move(stages);
+  m_skip = std::move(skip);
+  reset_graph();
   m_state.resize(m_stages.size());
   m_stage_ms.assign(m_stages.size(), 0.0);
 }
@@ -149,13 +181,46 @@ std::vector<SlotInfo> Runner::slots() const {
   return out;
 }
 
+void Runner::set_extra_slot(const std::string& name, const ImageDesc& desc) {
+  if (desc.empty())
+    m_extra.erase(name);
+  else
+    m_extra[name] = desc;
+}
+
+std::string Runner::fused_into(size_t i) const {
+  if (!m_skip.at(i)) return "";
+  for (size_t k = i + 1; k < m_stages.size(); ++k)
+    if (m_stages[k].variant_def().fuses == m_stages[i].op->def.name)
+      return m_stages[k].op->def.name + "/" + m_stages[k].variant_def().name;
+  return "";
+}
+
+void Runner::set_graph(bool on) {
+  if (on && m_backend != Backend::Cuda)
+    throw Error(ErrorKind::Usage, "CUDA graphs need the cuda backend");
+  if (on != m_use_graph) reset_graph();
+  m_use_graph = on;
+}
+
+void Runner::reset_graph() {
+  if (m_graph_exec) cudaGraphExecDestroy(m_graph_exec);
+  if (m_graph) cudaGraphDestroy(m_graph);
+  m_graph_exec = nullptr;
+  m_graph = nullptr;
+  m_graph_launches.clear();
+}
+
 void Runner::set_input(const HostImage& img) {
   write_slot("input", img);
 }
 
 StageArgs Runner::args_for(const ResolvedStage& cfg) const {
   StageArgs a;
-  for (const auto& name : cfg.op->def.inputs) a.in.push_back(m_slots.at(name).ref());
+  for (const auto& spec : cfg.inputs()) {
+    auto it = m_slots.find(slot_name(spec));
+    a.in.push_back(it != m_slots.end() ? it->second.ref() : ImageRef{});
+  }
   for (const auto& name : cfg.op->def.outputs) a.out.push_back(m_slots.at(name).ref());
   a.params = cfg.params;
   a.block = cfg.block;
@@ -170,7 +235,7 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
   const StageArgs args = args_for(s);
   if (m_backend == Backend::Cpu) {
     const auto t0 = std::chrono::steady_clock::now();
-    s.op->def.reference(args);
+    s.reference()(args);
     m_stage_ms[i] =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     m_frame_ms = 0;
@@ -181,14 +246,86 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
   s.op->launcher(s.variant, s.math)(ctx, args);
 }
 
+void Runner::enqueue_all() {
+  for (cudaEvent_t& e : m_graph_ev)
+    if (!e) LAB_CUDA_CHECK(cudaEventCreate(&e));
+  if (!m_use_graph && m_per_launch) {
+    for (size_t i = 0; i < m_stages.size(); ++i)
+      if (!m_skip[i]) enqueue_stage(i);
+    return;
+  }
+  if (!m_use_graph) {  // one event pair around the frame, none per launch
+    LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[0], m_stream));
+    m_untimed_launches = true;  // (the launches skip their own event records)
+    try {
+      for (size_t i = 0; i < m_stages.size(); ++i)
+        if (!m_skip[i]) enqueue_stage(i);
+    } catch (...) {
+      m_untimed_launches = false;
+      throw;
+    }
+    m_untimed_launches = false;
+    LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[1], m_stream));
+    m_frame_pair = true;
+    return;
+  }
+  if (!m_graph_exec) {
+    // An eager frame first: scratch buffers and persistent tables are allocated and filled
+    // outside the capture, where allocation and synchronous copies are allowed.
+    m_use_graph = false;
+    const bool per_launch = m_per_launch;
+    m_per_launch = true;
+    m_launches.clear();
+    enqueue_all();
+    collect();
+    m_use_graph = true;
+    m_per_launch = per_launch;
+    m_launches.clear();
+    m_untimed_launches = true;
+    LAB_CUDA_CHECK(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (size_t i = 0; i < m_stages.size(); ++i)
+        if (!m_skip[i]) enqueue_stage(i);
+    } catch (...) {
+      cudaGraph_t g = nullptr;
+      cudaStreamEndCapture(m_stream, &g);
+      if (g) cudaGraphDestroy(g);
+      cudaGetLastError();
+      m_untimed_launches = false;
+      throw;
+    }
+    m_untimed_launches = false;
+    LAB_CUDA_CHECK(cudaStreamEndCapture(m_stream, &m_graph));
+    LAB_CUDA_CHECK(cudaGraphInstantiateWithFlags(&m_graph_exec, m_graph, 0));
+    m_graph_launches = m_launches;
+  }
+  m_launches = m_graph_launches;
+  LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[0], m_stream));
+  LAB_CUDA_CHECK(cudaGraphLaunch(m_graph_exec, m_stream));
+  LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[1], m_stream));
+  m_frame_pair = true;
+}
+
 void Runner::collect() {
   if (m_backend == Backend::Cpu) return;
   LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+  if (m_frame_pair) {  // a graph, or a frame timed as a whole
+    m_frame_pair = false;
+    float ms = 0;
+    LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_graph_ev[0], m_graph_ev[1]));
+    m_frame_ms = ms;
+    std::fill(m_stage_ms.begin(), m_stage_ms.end(), std::nan(""));
+    for (LaunchRecord& r : m_launches) {
+      r.ms = std::nanf("");
+      if (r.func) fill_occupancy(r);
+    }
+    return;
+  }
   std::fill(m_stage_ms.begin(), m_stage_ms.end(), 0.0);
   for (size_t n = 0; n < m_launches.size(); ++n) {
     LaunchRecord& r = m_launches[n];
     LAB_CUDA_CHECK(cudaEventElapsedTime(&r.ms, m_events[n].first, m_events[n].second));
-    fill_occupancy(r);
+    if (r.func) fill_occupancy(r);
     m_stage_ms[r.stage] += r.ms;
   }
   m_frame_ms = 0;
@@ -202,7 +339,13 @@ void Runner::collect() {
 
 void Runner::run() {
   m_launches.clear();
-  for (size_t i = 0; i < m_stages.size(); ++i) enqueue_stage(i);
+  if (m_backend == Backend::Cpu) {
+    std::fill(m_stage_ms.begin(), m_stage_ms.end(), 0.0);
+    for (size_t i = 0; i < m_stages.size(); ++i)
+      if (!m_skip[i]) enqueue_stage(i);
+    return;
+  }
+  enqueue_all();
   collect();
 }
 
@@ -210,7 +353,7 @@ void Runner::run_queued(double queue_ahead_us, size_t stage, const ResolvedStage
   m_launches.clear();
   if (m_backend == Backend::Cuda) enqueue_delay(m_stream, queue_ahead_us);
   if (stage == SIZE_MAX) {
-    for (size_t i = 0; i < m_stages.size(); ++i) enqueue_stage(i);
+    enqueue_all();
   } else {
     enqueue_stage(stage, cfg);
   }
@@ -295,10 +438,16 @@ void Runner::poison_outputs(size_t i) {
   if (m_backend == Backend::Cuda) LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
 }
 
-std::vector<HostImage> Runner::reference(size_t i) const {
-  const ResolvedStage& s = m_stages.at(i);
-  std::vector<HostImage> in, out;
-  for (const auto& name : s.op->def.inputs) in.push_back(read_slot(name));
+std::vector<HostImage> Runner::read_inputs(const ResolvedStage& s) const {
+  std::vector<HostImage> in;
+  for (const auto& spec : s.inputs())
+    in.push_back(m_slots.count(slot_name(spec)) ? read_slot(slot_name(spec)) : HostImage());
+  return in;
+}
+
+std::vector<HostImage> Runner::reference(size_t i, const ResolvedStage* cfg) const {
+  const ResolvedStage& s = cfg ? *cfg : m_stages.at(i);
+  std::vector<HostImage> in = read_inputs(s), out;
   for (const auto& name : s.op->def.outputs) {
     out.emplace_back(m_slots.at(name).desc);
     poison(out.back().ref(), false);
@@ -308,12 +457,20 @@ std::vector<HostImage> Runner::reference(size_t i) const {
   for (auto& img : out) a.out.push_back(img.ref());
   a.params = s.params;
   a.block = s.block;
-  s.op->def.reference(a);
+  s.reference()(a);
   return out;
 }
 
-DiffStats Runner::compare(size_t i, const std::vector<HostImage>& ref, MathMode math) const {
-  const ResolvedStage& s = m_stages.at(i);
+DiffStats Runner::compare(size_t i, const std::vector<HostImage>& ref, MathMode math,
+                          const ResolvedStage* cfg) const {
+  const ResolvedStage& s = cfg ? *cfg : m_stages.at(i);
+  if (s.op->def.compare) {
+    const std::vector<HostImage> in = read_inputs(s);
+    std::vector<HostImage> got;
+    for (const auto& name : s.op->def.outputs) got.push_back(read_slot(name));
+    CompareArgs a{&in, &got, &ref, &s.op->def.outputs, &s.variant_def(), s.op->tolerance(math)};
+    return s.op->def.compare(a);
+  }
   DiffStats total;
   for (size_t k = 0; k < s.op->def.outputs.size(); ++k) {
     const std::string& name = s.op->def.outputs[k];
@@ -322,10 +479,11 @@ DiffStats Runner::compare(size_t i, const std::vector<HostImage>& ref, MathMode 
   return total;
 }
 
-double Runner::stage_bytes(size_t i) const {
+double Runner::stage_bytes(size_t i, const ResolvedStage* cfg) const {
+  const ResolvedStage& s = cfg ? *cfg : m_stages.at(i);
   double bytes = 0;
-  for (const auto& name : m_stages.at(i).op->def.inputs)
-    bytes += double(m_slots.at(name).desc.bytes());
+  for (const auto& spec : s.inputs())
+    if (m_slots.count(slot_name(spec))) bytes += double(m_slots.at(slot_name(spec)).desc.bytes());
   for (const auto& name : m_stages.at(i).op->def.outputs)
     bytes += double(m_slots.at(name).desc.bytes());
   return bytes;

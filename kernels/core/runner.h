@@ -73,6 +73,23 @@ class Runner {
   const PipelineConfig& pipeline() const { return m_pipeline; }
   // Every slot in pipeline order, "input" first.
   std::vector<SlotInfo> slots() const;
+  // A slot no stage writes, kept across configure() (an optional input such as a second score
+  // map for nms); fill it with write_slot(). An empty desc removes it.
+  void set_extra_slot(const std::string& name, const ImageDesc& desc);
+  // Stages whose work a later fused variant does: run() skips them.
+  bool skipped(size_t i) const { return m_skip.at(i); }
+  // Which stage's variant absorbs stage i ("" when none).
+  std::string fused_into(size_t i) const;
+
+  // CUDA graph mode: run() and run_queued() replay the whole pipeline as one graph, captured on
+  // first use after configure() (after an eager run, so that every scratch buffer and table
+  // exists before capture). Per-launch times are then unknown (NaN); frame_ms() is the graph's
+  // time between one event pair. The records keep grid, block and occupancy.
+  void set_graph(bool on);
+  bool graph() const { return m_use_graph; }
+  // Off: whole-pipeline runs record no event pair per launch, only one around the frame (what a
+  // deployed pipeline pays; per-launch times are then NaN, as in graph mode). On by default.
+  void set_per_launch_timing(bool on) { m_per_launch = on; }
 
   void set_input(const HostImage& img);
 
@@ -102,13 +119,16 @@ class Runner {
   // Fills a stage's outputs with 0xFF bytes (NaN floats): unwritten pixels then fail the diff.
   void poison_outputs(size_t stage);
 
-  // The CPU reference of stage i on the current contents of its input slots.
-  std::vector<HostImage> reference(size_t i) const;
-  // Stage i's outputs against `ref` with the tolerance of `math`.
-  DiffStats compare(size_t i, const std::vector<HostImage>& ref, MathMode math) const;
+  // The CPU reference of stage i (with `cfg`'s variant when given) on the current contents of
+  // its input slots.
+  std::vector<HostImage> reference(size_t i, const ResolvedStage* cfg = nullptr) const;
+  // Stage i's outputs against `ref` with the tolerance of `math` (the op's own comparison when
+  // it has one, e.g. keypoint sets).
+  DiffStats compare(size_t i, const std::vector<HostImage>& ref, MathMode math,
+                    const ResolvedStage* cfg = nullptr) const;
 
   // Bytes a stage must move at the least: each input read once, each output written once.
-  double stage_bytes(size_t i) const;
+  double stage_bytes(size_t i, const ResolvedStage* cfg = nullptr) const;
 
  private:
   class Context;
@@ -131,6 +151,9 @@ class Runner {
   };
 
   StageArgs args_for(const ResolvedStage& cfg) const;
+  std::vector<HostImage> read_inputs(const ResolvedStage& cfg) const;
+  void enqueue_all();
+  void reset_graph();
   const FuncInfo& func_info(const void* func);
   void fill_occupancy(LaunchRecord& r);
 
@@ -141,6 +164,13 @@ class Runner {
   std::map<std::string, Slot> m_slots;
   std::vector<std::string> m_slot_order;
   std::vector<StageState> m_state;
+  std::vector<bool> m_skip;
+  std::map<std::string, ImageDesc> m_extra;
+  bool m_use_graph = false, m_untimed_launches = false, m_frame_pair = false, m_per_launch = true;
+  cudaGraph_t m_graph = nullptr;
+  cudaGraphExec_t m_graph_exec = nullptr;
+  std::vector<LaunchRecord> m_graph_launches;
+  cudaEvent_t m_graph_ev[2] = {nullptr, nullptr};
   std::vector<LaunchRecord> m_launches;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> m_events;
   std::vector<double> m_stage_ms;

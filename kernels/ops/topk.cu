@@ -1,0 +1,470 @@
+// topk: the K largest non-zero scores of the NMS map as keypoints (x, y, score).
+//
+// Order: score descending, ties by the lower linear index y * W + x. Fewer than K survivors give
+// fewer keypoints; the remaining rows are the pad row (-1, -1, 0) (keypoints.h). Every variant
+// stays on the device from the NMS map to the keypoint list, with no device-to-host round
+// trip, so the whole pipeline can be captured in a CUDA graph; CUB gets preallocated temporary
+// storage for the same reason.
+//
+// Variants:
+//   v1_sort_all      exact: one 64-bit key per pixel (score bits, then the inverted index; 0 for
+//                    a zero score), cub::DeviceRadixSort of all W x H keys, the first K decoded.
+//                    Simple, and it sorts ~30x more keys than it keeps.
+//   v2_select_sort   exact: a radix select in two histogram passes (the top 12 score bits, then
+//                    the next 12 within the boundary bin) finds the 24-bit bin of the K-th score;
+//                    only the keys from that bin up (K plus a bin 2^-15 wide) are gathered and
+//                    sorted by cub::DeviceSegmentedSort, one segment whose end is the gathered
+//                    count on the device (a host-side count would need a round trip): one
+//                    launch, sorted in shared memory when it fits. One level is not enough:
+//                    dense scores put 1/16 of all pixels in a 12-bit bin. The boundary search
+//                    runs in the last histogram block to finish, not in a launch of its own.
+//   v3_histogram     approximate: the same histogram and boundary bin; every score above the
+//                    boundary bin is appended with an atomic counter, the boundary bin fills the
+//                    remaining places in append order. No sort: the output is unsorted and which
+//                    boundary-bin scores make it is a race. check reports recall against exact.
+//
+// Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_segmented_sort.cuh>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "device.h"
+#include "keypoints.h"
+#include "launch.cuh"
+
+namespace lab::ops {
+
+struct TopkParams {
+  int k = 4096;
+  template <class V>
+  void visit(V& v) {
+    v("k", k, 1, 65536, "keep the K highest non-zero NMS scores as keypoints");
+  }
+};
+
+inline std::vector<ImageDesc> topk_shape(const std::vector<ImageDesc>& in, const ParamMap& p) {
+  const ImageDesc d = require_f32_plane("topk", in[0]);
+  if (d.pixels() >= 0xFFFFFFFFull)
+    throw Error(ErrorKind::Data, "topk: " + d.str() + " has more pixels than a 32-bit index");
+  return {keypoints_desc(decode_params<TopkParams>(p).k)};
+}
+
+LAB_HD void write_keypoint(ImageView<float> kp, int i, float x, float y, float s) {
+  kp.at(i, 0, 0) = x, kp.at(i, 0, 1) = y, kp.at(i, 0, 2) = s;
+}
+
+inline void topk_reference(const StageArgs& args) {
+  const auto s = args.in[0].view<const float>();
+  const auto kp = args.out[0].view<float>();
+  std::vector<uint64_t> keys;
+  for (int y = 0; y < s.height; ++y)
+    for (int x = 0; x < s.width; ++x)
+      if (s.at(x, y) != 0.0f) keys.push_back(topk_key(s.at(x, y), uint32_t(y) * s.width + x));
+  const size_t n = std::min(keys.size(), size_t(kp.width));
+  std::partial_sort(keys.begin(), keys.begin() + n, keys.end(), std::greater<uint64_t>());
+  for (int i = 0; i < kp.width; ++i) {
+    if (size_t(i) >= n) {
+      write_keypoint(kp, i, kPadCoord, kPadCoord, 0.0f);
+      continue;
+    }
+    const uint32_t idx = topk_key_index(keys[i]);
+    write_keypoint(kp, i, float(idx % s.width), float(idx / s.width), topk_key_score(keys[i]));
+  }
+}
+
+// The exact variants must reproduce the reference row for row. The histogram variant is held to
+// what it guarantees: min(K, survivors) distinct keypoints, each a survivor with its exact
+// score, none below the boundary bin, every survivor above the boundary bin present, the rest
+// padded; its recall is reported.
+inline DiffStats topk_compare(const CompareArgs& a) {
+  const auto nms = (*a.in)[0].view<const float>();
+  const auto got = (*a.got)[0].view<const float>();
+  const auto ref = (*a.ref)[0].view<const float>();
+  const int k = ref.width;
+  DiffStats d;
+  d.has_set = true;
+  d.psnr = 0;
+  auto bad = [&](int i, int c, double g, double r) {
+    if (d.over++ == 0)
+      d.bad_slot = "keypoints", d.bad_x = i, d.bad_y = 0, d.bad_c = c, d.bad_got = g, d.bad_ref = r;
+  };
+  std::set<std::pair<int, int>> ref_pos;
+  std::vector<std::pair<std::pair<int, int>, float>> ref_pts;
+  for (int i = 0; i < k && !is_pad(ref.at(i, 0, 0)); ++i) {
+    ref_pos.insert({int(ref.at(i, 0, 0)), int(ref.at(i, 0, 1))});
+    ref_pts.push_back({{int(ref.at(i, 0, 0)), int(ref.at(i, 0, 1))}, ref.at(i, 0, 2)});
+  }
+  const int n_ref = int(ref_pts.size());
+  d.set_ref = size_t(n_ref);
+  std::set<std::pair<int, int>> got_pos;
+  for (int i = 0; i < k; ++i) {
+    ++d.count;
+    const float x = got.at(i, 0, 0), y = got.at(i, 0, 1), s = got.at(i, 0, 2);
+    if (!std::isfinite(x) || !std::isfinite(y) || !std::isfinite(s)) ++d.nans;
+    if (a.variant->approx.empty()) {  // exact: the same rows, bit for bit
+      for (int c = 0; c < 3; ++c)
+        if (!(got.at(i, 0, c) == ref.at(i, 0, c))) {
+          bad(i, c, got.at(i, 0, c), ref.at(i, 0, c));
+          break;
+        }
+    }
+    if (i >= n_ref) {
+      if (!(x == kPadCoord && y == kPadCoord && s == 0.0f) && !a.variant->approx.empty())
+        bad(i, 0, x, kPadCoord);
+      continue;
+    }
+    const int xi = int(x), yi = int(y);
+    if (!(x >= 0 && y >= 0 && xi < nms.width && yi < nms.height && float(xi) == x &&
+          float(yi) == y)) {
+      if (!a.variant->approx.empty()) bad(i, 0, x, -1);
+      continue;
+    }
+    if (!got_pos.insert({xi, yi}).second) {  // a duplicate
+      if (!a.variant->approx.empty()) bad(i, 0, x, -1);
+      continue;
+    }
+    if (ref_pos.count({xi, yi})) {
+      ++d.set_matched;
+      d.max_score_err = std::max(d.max_score_err, double(std::abs(s - nms.at(xi, yi))));
+    }
+    if (!a.variant->approx.empty() && !(s == nms.at(xi, yi) && s != 0.0f))
+      bad(i, 2, s, nms.at(xi, yi));
+  }
+  d.set_got = got_pos.size();
+  if (!a.variant->approx.empty() && n_ref > 0) {
+    const uint32_t boundary = topk_bin(ref_pts.back().second);
+    for (const auto& p : got_pos)
+      if (topk_bin(nms.at(p.first, p.second)) < boundary) {
+        d.fail = "a keypoint below the boundary bin";
+        break;
+      }
+    for (const auto& p : ref_pts)
+      if (topk_bin(p.second) > boundary && !got_pos.count(p.first)) {
+        d.fail = "a keypoint above the boundary bin is missing";
+        break;
+      }
+    if (d.set_got != size_t(n_ref) && d.fail.empty())
+      d.fail =
+          "found " + std::to_string(d.set_got) + " keypoints, expected " + std::to_string(n_ref);
+  }
+  if (a.variant->approx.empty() && d.over) d.fail = "differs from the exact reference";
+  d.psnr = d.over || !d.fail.empty() ? 0 : std::numeric_limits<double>::infinity();
+  return d;
+}
+
+// Device-side state of one frame's selection, zeroed before the histogram.
+struct TopkState {
+  int begin;         // 0: the segment's start for the segmented sort
+  int count;         // keys gathered (v2)
+  uint32_t bin;      // the boundary bin (top 12 bits)
+  uint32_t above;    // survivors in bins above it
+  uint32_t total;    // survivors (non-zero scores)
+  uint32_t cut;      // v2: the boundary's top 24 bits; keys with (order >> 8) >= cut are kept
+  uint32_t n_above;  // v3: appended from above the boundary bin
+  uint32_t n_bound;  // v3: appended from the boundary bin
+};
+
+}  // namespace lab::ops
+
+namespace lab::ops::LAB_MATH_NS {
+
+// ---- kernels ---------------------------------------------------------------------------------
+
+// Linear index i -> the pixel of a pitched plane (W divides i; one division per element).
+__device__ __forceinline__ float score_at(ImageView<const float> s, uint32_t i) {
+  const uint32_t y = i / uint32_t(s.width);
+  return __ldg(&s.at(int(i - y * uint32_t(s.width)), int(y)));
+}
+
+__global__ void topk_keys_kernel(ImageView<const float> s, uint64_t* keys, uint32_t n) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float v = score_at(s, i);
+    keys[i] = v != 0.0f ? topk_key(v, i) : 0ull;
+  }
+}
+
+// The boundary search, run by the last histogram block to finish (no extra launch): scans the
+// histogram from the top bin down to the bin where the count reaches the number still needed.
+// Level 0 (K needed): the boundary bin, the count above it and the total; with K or fewer
+// survivors every bin is taken (bin 0), and the keypoint rows no survivor will fill are padded
+// (the histogram variant writes keypoints directly). Level 1 (K minus the count above the
+// level-0 bin needed): the 24-bit cut. `hist` is read through L2, where the atomics landed.
+template <int LEVEL, int BLOCK>
+__device__ void topk_find(const uint32_t* hist, TopkState* st, uint32_t k,
+                          ImageView<float> pad_kp) {
+  constexpr int kPer = kTopkBins / BLOCK;
+  using Scan = cub::BlockScan<uint32_t, BLOCK>;
+  __shared__ typename Scan::TempStorage tmp;
+  __shared__ uint32_t total;
+  if (LEVEL == 1 && __ldcg(&st->total) <= k) {  // everything is taken
+    if (threadIdx.x == 0) st->cut = 0;
+    return;
+  }
+  const uint32_t need = LEVEL == 0 ? k : k - __ldcg(&st->above);
+  // Thread t owns the kPer bins below 4096 - kPer t, walked from the top.
+  const int hi = kTopkBins - kPer * int(threadIdx.x);
+  uint32_t bins[kPer], mine = 0;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) mine += (bins[j] = __ldcg(&hist[hi - 1 - j]));
+  uint32_t before = 0, all = 0;
+  Scan(tmp).ExclusiveSum(mine, before, all);
+  if (LEVEL == 0 && threadIdx.x == 0) {
+    total = all;
+    st->total = all;
+    if (all <= k) st->bin = 0, st->above = all - __ldcg(&hist[0]);
+  }
+  if (all >= need && before < need && before + mine >= need && (LEVEL == 1 || all > k)) {
+    uint32_t cum = before;  // exactly one thread gets here
+    for (int j = 0; j < kPer; ++j) {
+      if (cum + bins[j] >= need) {
+        const uint32_t b = uint32_t(hi - 1 - j);
+        if (LEVEL == 0)
+          st->bin = b, st->above = cum;
+        else
+          st->cut = (__ldcg(&st->bin) << 12) | b;
+        break;
+      }
+      cum += bins[j];
+    }
+  }
+  if (LEVEL == 1) return;
+  __syncthreads();
+  if (pad_kp.data)
+    for (uint32_t i = min(total, k) + threadIdx.x; i < k; i += BLOCK)
+      write_keypoint(pad_kp, int(i), kPadCoord, kPadCoord, 0.0f);
+}
+
+// Histogram of the survivors' score bits: per-block counts in shared memory, then one global
+// atomic per non-empty bin and block; the last block to finish finds the boundary. Level 0: the
+// top 12 bits; level 1: the next 12, of the scores in the level-0 boundary bin.
+template <int LEVEL, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+    topk_hist_kernel(ImageView<const float> s, uint32_t n, uint32_t* hist, TopkState* st,
+                     uint32_t* done, uint32_t k, ImageView<float> pad_kp) {
+  __shared__ uint32_t h[kTopkBins];
+  __shared__ bool last;
+  for (int b = threadIdx.x; b < kTopkBins; b += BLOCK) h[b] = 0;
+  __syncthreads();
+  const uint32_t bin0 = LEVEL ? __ldcg(&st->bin) : 0;
+  for (uint32_t i = blockIdx.x * BLOCK + threadIdx.x; i < n; i += gridDim.x * BLOCK) {
+    const float v = score_at(s, i);
+    if (v == 0.0f) continue;
+    const uint32_t o = score_order(v);
+    if (LEVEL == 0)
+      atomicAdd(&h[o >> 20], 1u);
+    else if ((o >> 20) == bin0)
+      atomicAdd(&h[(o >> 8) & (kTopkBins - 1)], 1u);
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < kTopkBins; b += BLOCK)
+    if (h[b]) atomicAdd(&hist[b], h[b]);
+  // Classic last-block pattern: make this block's counts visible, then take a ticket.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (last) topk_find<LEVEL, BLOCK>(hist, st, k, pad_kp);
+}
+
+// v2: every key in the 24-bit boundary bin or above, appended (the order does not matter: they
+// are sorted next).
+__global__ void topk_gather_keys_kernel(ImageView<const float> s, uint32_t n, TopkState* st,
+                                        uint64_t* cand) {
+  const uint32_t cut = st->cut;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float v = score_at(s, i);
+    if (v != 0.0f && (score_order(v) >> 8) >= cut) cand[atomicAdd(&st->count, 1)] = topk_key(v, i);
+  }
+}
+
+// v3: above the boundary bin into [0, above), the boundary bin into [above, K) until full.
+__global__ void topk_gather_points_kernel(ImageView<const float> s, uint32_t n, TopkState* st,
+                                          uint32_t k, ImageView<float> kp) {
+  const uint32_t bin = st->bin, above = st->above;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float v = score_at(s, i);
+    if (v == 0.0f) continue;
+    const uint32_t b = topk_bin(v);
+    uint32_t slot;
+    if (b > bin) {
+      slot = atomicAdd(&st->n_above, 1u);
+    } else if (b == bin) {
+      slot = above + atomicAdd(&st->n_bound, 1u);
+      if (slot >= k) continue;
+    } else {
+      continue;
+    }
+    const uint32_t y = i / uint32_t(s.width);
+    write_keypoint(kp, int(slot), float(i - y * uint32_t(s.width)), float(y), v);
+  }
+}
+
+// The first min(K, count) sorted keys as keypoints, the rest padded. count == nullptr: n keys.
+__global__ void topk_write_kernel(const uint64_t* sorted, const int* count, uint32_t n,
+                                  uint32_t width, ImageView<float> kp) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= uint32_t(kp.width)) return;
+  const uint32_t avail = count ? min(uint32_t(*count), n) : n;
+  const uint64_t key = i < avail ? sorted[i] : 0ull;
+  if (key == 0ull) {
+    write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
+    return;
+  }
+  const uint32_t idx = topk_key_index(key);
+  write_keypoint(kp, int(i), float(idx % width), float(idx / width), topk_key_score(key));
+}
+
+// ---- launchers -------------------------------------------------------------------------------
+
+struct TopkIo {
+  ImageView<const float> s;
+  ImageView<float> kp;
+  uint32_t n, k;
+  int threads;
+};
+
+static TopkIo io_of(const StageArgs& a) {
+  TopkIo io{a.in[0].view<const float>(), a.out[0].view<float>(), 0, 0, int(a.block.threads())};
+  io.n = uint32_t(io.s.width) * uint32_t(io.s.height);
+  io.k = uint32_t(io.kp.width);
+  return io;
+}
+
+// A grid-stride kernel's grid: enough blocks to fill the GPU a few times over, no more (each
+// histogram block flushes its bins once).
+static dim3 stride_grid(uint32_t n, int threads, int per_sm) {
+  const uint32_t need = (n + uint32_t(threads) - 1) / uint32_t(threads);
+  const uint32_t cap = uint32_t(std::max(1, device_info().sms) * per_sm);
+  return dim3(std::max(1u, std::min(need, cap)));
+}
+
+static void launch_write(LaunchContext& ctx, const TopkIo& io, const uint64_t* sorted,
+                         const int* count, uint32_t n) {
+  launch(ctx, "topk_write", topk_write_kernel, dim3((io.k + io.threads - 1) / io.threads),
+         dim3(io.threads), 0, sorted, count, n, uint32_t(io.s.width), io.kp);
+}
+
+static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
+  const TopkIo io = io_of(a);
+  auto* keys = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 0));
+  auto* sorted = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
+  size_t temp_bytes = 0;
+  LAB_CUDA_CHECK(cub::DeviceRadixSort::SortKeysDescending(nullptr, temp_bytes, keys, sorted,
+                                                          int(io.n), 0, 64, ctx.stream()));
+  void* temp = ctx.scratch(temp_bytes, 2);
+  launch(ctx, "topk_keys", topk_keys_kernel, stride_grid(io.n, io.threads, 16), dim3(io.threads), 0,
+         io.s, keys, io.n);
+  library_call(ctx, "cub::DeviceRadixSort", [&] {
+    return cub::DeviceRadixSort::SortKeysDescending(temp, temp_bytes, keys, sorted, int(io.n), 0,
+                                                    64, ctx.stream());
+  });
+  launch_write(ctx, io, sorted, nullptr, std::min(io.n, io.k));
+}
+
+// Device memory of one frame's selection: the two histograms, two tickets and the state,
+// zeroed by one memset before the first pass.
+struct TopkScratch {
+  uint32_t hist[2][kTopkBins];
+  uint32_t done[2];
+  TopkState st;
+};
+
+template <int LEVEL, int BLOCK>
+static void launch_hist(LaunchContext& ctx, const TopkIo& io, TopkScratch* sc, const char* name,
+                        ImageView<float> pad) {
+  launch(ctx, name, topk_hist_kernel<LEVEL, BLOCK>, stride_grid(io.n, BLOCK, 2), dim3(BLOCK), 0,
+         io.s, io.n, sc->hist[LEVEL], &sc->st, &sc->done[LEVEL], io.k, pad);
+}
+
+template <int LEVEL>
+static void hist_level(LaunchContext& ctx, const TopkIo& io, TopkScratch* sc,
+                       ImageView<float> pad) {
+  const char* name = LEVEL ? "topk_hist<1>+find" : "topk_hist<0>+find";
+  switch (io.threads) {
+    case 128:
+      return launch_hist<LEVEL, 128>(ctx, io, sc, name, pad);
+    case 256:
+      return launch_hist<LEVEL, 256>(ctx, io, sc, name, pad);
+    case 512:
+      return launch_hist<LEVEL, 512>(ctx, io, sc, name, pad);
+    case 1024:
+      return launch_hist<LEVEL, 1024>(ctx, io, sc, name, pad);
+  }
+  throw Error(ErrorKind::Usage,
+              "topk: no histogram instantiation for " + std::to_string(io.threads) + " threads");
+}
+
+// The level-0 histogram and boundary bin (v3), then the level-1 refinement (v2).
+static TopkState* select_bin(LaunchContext& ctx, const TopkIo& io, int levels) {
+  auto* sc = static_cast<TopkScratch*>(ctx.scratch(sizeof(TopkScratch), 0));
+  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkScratch), ctx.stream()));
+  hist_level<0>(ctx, io, sc, levels == 1 ? io.kp : ImageView<float>{});
+  if (levels == 2) hist_level<1>(ctx, io, sc, ImageView<float>{});
+  return &sc->st;
+}
+
+static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
+  const TopkIo io = io_of(a);
+  auto* cand = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
+  auto* sorted = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 2));
+  TopkState* st = select_bin(ctx, io, 2);
+  size_t temp_bytes = 0;
+  LAB_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeysDescending(
+      nullptr, temp_bytes, cand, sorted, int(io.n), 1, &st->begin, &st->count, ctx.stream()));
+  void* temp = ctx.scratch(temp_bytes, 3);
+  launch(ctx, "topk_gather_keys", topk_gather_keys_kernel, stride_grid(io.n, io.threads, 16),
+         dim3(io.threads), 0, io.s, io.n, st, cand);
+  library_call(ctx, "cub::DeviceSegmentedSort", [&] {
+    return cub::DeviceSegmentedSort::SortKeysDescending(temp, temp_bytes, cand, sorted, int(io.n),
+                                                        1, &st->begin, &st->count, ctx.stream());
+  });
+  launch_write(ctx, io, sorted, &st->count, io.k);
+}
+
+static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
+  const TopkIo io = io_of(a);
+  TopkState* st = select_bin(ctx, io, 1);
+  launch(ctx, "topk_gather_points", topk_gather_points_kernel, stride_grid(io.n, io.threads, 16),
+         dim3(io.threads), 0, io.s, io.n, st, io.k, io.kp);
+}
+
+// ---- variant table ---------------------------------------------------------------------------
+
+OpDef topk_op() {
+  const std::vector<Block> lines = {{128, 1}, {256, 1}, {512, 1}, {1024, 1}};
+  OpDef op;
+  op.name = "topk";
+  op.summary = "the K highest non-zero NMS scores as keypoints (x, y, score), on the device";
+  op.inputs = {"nms"};
+  op.outputs = {"keypoints"};
+  op.params = param_specs<TopkParams>();
+  op.shape = topk_shape;
+  op.reference = topk_reference;
+  op.compare = topk_compare;
+  op.tol_precise = {0, 0};
+  op.tol_fast = {0, 0};
+  op.tol_why =
+      "integer selection: exact variants match the reference row for row; the histogram variant "
+      "returns the right count, exact scores, everything above the boundary bin";
+  // clang-format off
+  op.default_variant = "v2_select_sort";
+  op.variants = {
+      {"v1_sort_all", "exact: CUB radix sort of one 64-bit key per pixel, first K decoded",
+       lines, {256, 1}, launch_v1, nullptr},
+      {"v2_select_sort", "exact: 2-level radix select of the K-th score's bin; sort from it up",
+       lines, {256, 1}, launch_v2, nullptr},
+      {"v3_histogram", "approximate: append above the boundary bin, fill from it; no sort",
+       lines, {256, 1}, launch_v3, nullptr, "", {}, nullptr,
+       "unsorted; which boundary-bin scores fill the last places is a race (recall reported)"},
+  };
+  // clang-format on
+  return op;
+}
+
+}  // namespace lab::ops::LAB_MATH_NS

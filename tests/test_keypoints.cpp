@@ -1,0 +1,399 @@
+// The keypoint head (nms, topk, sample, l2norm) on inputs whose answer is worked out by hand:
+// ties and plateaus in the NMS window, a bright pixel in each corner, fewer survivors than K, K
+// larger than the image, keypoints on the border (sampling clamps), a constant patch. Each case
+// runs on the CPU reference (suite cpu) and on every GPU variant in both math modes (suite gpu).
+// Also: the fused variants, the CUDA graph, and run --dump's keypoint files.
+#include <array>
+#include <cmath>
+#include <set>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "app/io/image_source.h"
+#include "support.h"
+#include "runner.h"
+
+using namespace lab;
+
+namespace {
+
+HostImage plane(int w, int h, float v = 0.0f) {
+  HostImage img(ImageDesc{w, h, 1, PixelType::F32});
+  auto p = img.view<float>();
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) p.at(x, y) = v;
+  return img;
+}
+
+HostImage keypoint_list(const std::vector<std::array<float, 3>>& kps) {
+  HostImage img(ImageDesc{int(kps.size()), 1, 3, PixelType::F32});
+  auto p = img.view<float>();
+  for (size_t i = 0; i < kps.size(); ++i)
+    for (int c = 0; c < 3; ++c) p.at(int(i), 0, c) = kps[i][c];
+  return img;
+}
+
+// One or more stages fed by hand-made slots; returns the named output after one run.
+struct Harness {
+  std::unique_ptr<Runner> r;
+  Harness(Backend b, const std::vector<StageConfig>& stages,
+          const std::map<std::string, HostImage>& slots) {
+    r = std::make_unique<Runner>(b);
+    for (const auto& [name, img] : slots) r->set_extra_slot(name, img.desc());
+    PipelineConfig p;
+    p.stages = stages;
+    r->configure(p, ImageDesc{1, 1, 1, PixelType::U8});
+    for (const auto& [name, img] : slots) r->write_slot(name, img);
+    for (size_t i = 0; i < stages.size(); ++i) r->poison_outputs(i);
+    r->run();
+  }
+  HostImage out(const std::string& slot) const { return r->read_slot(slot); }
+};
+
+StageConfig stage(const std::string& op, const std::string& variant = "",
+                  MathMode m = MathMode::Precise, ParamMap params = {}) {
+  return {op, variant, std::nullopt, m, std::move(params)};
+}
+
+// Runs `body(backend, variant, math)` for the CPU reference, or for every GPU variant of `op`
+// in both math modes.
+void for_each_config(bool gpu, const std::string& op,
+                     const std::function<void(Backend, const std::string&, MathMode)>& body) {
+  if (!gpu) return body(Backend::Cpu, "", MathMode::Precise);
+  for (const VariantDef& v : find_op(op).def.variants)
+    for (MathMode m : {MathMode::Precise, MathMode::Fast}) {
+      INFO(op << "/" << v.name << " " << math_name(m));
+      body(Backend::Cuda, v.name, m);
+    }
+}
+
+void nms_cases(bool gpu) {
+  for_each_config(gpu, "nms", [](Backend b, const std::string& v, MathMode m) {
+    {  // a bright pixel in each corner of 17x13: all four kept, nothing else
+      HostImage h = plane(17, 13);
+      auto p = h.view<float>();
+      p.at(0, 0) = 1, p.at(16, 0) = 2, p.at(0, 12) = 3, p.at(16, 12) = 4;
+      const HostImage out = Harness(b, {stage("nms", v, m)}, {{"harris", h}}).out("nms");
+      const auto o = out.view<float>();
+      int nonzero = 0;
+      for (int y = 0; y < 13; ++y)
+        for (int x = 0; x < 17; ++x) nonzero += o.at(x, y) != 0.0f;
+      CHECK(nonzero == 4);
+      CHECK(o.at(0, 0) == 1.0f);
+      CHECK(o.at(16, 0) == 2.0f);
+      CHECK(o.at(0, 12) == 3.0f);
+      CHECK(o.at(16, 12) == 4.0f);
+    }
+    {  // ties, a plateau, the window's reach and the strict threshold
+      HostImage h = plane(20, 20);
+      auto p = h.view<float>();
+      p.at(5, 5) = 2, p.at(7, 5) = 2;  // tied maxima in one window: both kept
+      p.at(6, 6) = 0.9f;               // beside them: suppressed
+      p.at(5, 8) = 1;                  // 3 rows away: outside the 5x5 window, kept
+      for (int y = 12; y < 15; ++y)
+        for (int x = 12; x < 15; ++x) p.at(x, y) = 1.5f;  // a plateau: all nine kept
+      p.at(18, 2) = 1e-3f;                                // equal to the threshold: dropped
+      p.at(2, 18) = 2e-3f;                                // above it: kept
+      const HostImage out = Harness(b, {stage("nms", v, m)}, {{"harris", h}}).out("nms");
+      const auto o = out.view<float>();
+      CHECK(o.at(5, 5) == 2.0f);
+      CHECK(o.at(7, 5) == 2.0f);
+      CHECK(o.at(6, 6) == 0.0f);
+      CHECK(o.at(5, 8) == 1.0f);
+      for (int y = 12; y < 15; ++y)
+        for (int x = 12; x < 15; ++x) CHECK(o.at(x, y) == 1.5f);
+      CHECK(o.at(18, 2) == 0.0f);
+      CHECK(o.at(2, 18) == 2e-3f);
+      int nonzero = 0;
+      for (int y = 0; y < 20; ++y)
+        for (int x = 0; x < 20; ++x) nonzero += o.at(x, y) != 0.0f;
+      CHECK(nonzero == 2 + 1 + 9 + 1);
+    }
+  });
+  // The fused variant multiplies what it keeps by the second score map.
+  const std::vector<Backend> backends =
+      gpu ? std::vector<Backend>{Backend::Cuda} : std::vector<Backend>{Backend::Cpu};
+  for (Backend b : backends) {
+    HostImage h = plane(9, 7), s = plane(9, 7, 0.5f);
+    h.view<float>().at(4, 3) = 3, h.view<float>().at(4, 4) = 1;
+    s.view<float>().at(4, 3) = 0.25f;
+    const HostImage out =
+        Harness(b, {stage("nms", "v4_fused_score")}, {{"harris", h}, {"reliability", s}})
+            .out("nms");
+    CHECK(out.view<float>().at(4, 3) == 0.75f);
+    CHECK(out.view<float>().at(4, 4) == 0.0f);
+  }
+}
+
+// Rows of a keypoint list as (x, y, score).
+std::vector<std::array<float, 3>> rows_of(const HostImage& kp) {
+  std::vector<std::array<float, 3>> v;
+  const auto p = kp.view<float>();
+  for (int i = 0; i < p.width; ++i) v.push_back({p.at(i, 0, 0), p.at(i, 0, 1), p.at(i, 0, 2)});
+  return v;
+}
+
+void topk_cases(bool gpu) {
+  for_each_config(gpu, "topk", [](Backend b, const std::string& v, MathMode m) {
+    const bool approx =
+        !v.empty() &&
+        !find_op("topk").def.variants[size_t(find_op("topk").find_variant(v))].approx.empty();
+    {  // fewer survivors than K: sorted, then pad rows
+      HostImage s = plane(6, 5);
+      s.view<float>().at(1, 1) = 0.5f, s.view<float>().at(4, 3) = 2.0f,
+                            s.view<float>().at(0, 4) = 1.0f;
+      const auto kp =
+          rows_of(Harness(b, {stage("topk", v, m, {{"k", 5}})}, {{"nms", s}}).out("keypoints"));
+      REQUIRE(kp.size() == 5);
+      if (!approx) {
+        CHECK(kp[0] == std::array<float, 3>{4, 3, 2.0f});
+        CHECK(kp[1] == std::array<float, 3>{0, 4, 1.0f});
+        CHECK(kp[2] == std::array<float, 3>{1, 1, 0.5f});
+      }
+      for (int i = 3; i < 5; ++i) CHECK(kp[i] == std::array<float, 3>{-1, -1, 0});
+    }
+    if (!approx) {  // tied scores: the lower linear index first, also across the K cut
+      HostImage s = plane(4, 3);
+      auto p = s.view<float>();
+      p.at(3, 0) = 1, p.at(1, 0) = 1, p.at(0, 2) = 1, p.at(2, 1) = 1;  // indices 3, 1, 8, 6
+      const auto kp =
+          rows_of(Harness(b, {stage("topk", v, m, {{"k", 2}})}, {{"nms", s}}).out("keypoints"));
+      REQUIRE(kp.size() == 2);
+      CHECK(kp[0] == std::array<float, 3>{1, 0, 1});
+      CHECK(kp[1] == std::array<float, 3>{3, 0, 1});
+    }
+    {  // K larger than the image: every pixel, in order
+      HostImage s = plane(17, 13);
+      auto p = s.view<float>();
+      for (int y = 0; y < 13; ++y)
+        for (int x = 0; x < 17; ++x) p.at(x, y) = float((x * 7 + y * 31) % 97 + 1);
+      const auto kp =
+          rows_of(Harness(b, {stage("topk", v, m, {{"k", 4096}})}, {{"nms", s}}).out("keypoints"));
+      REQUIRE(kp.size() == 4096);
+      std::set<std::pair<int, int>> seen;
+      for (int i = 0; i < 17 * 13; ++i) {
+        seen.insert({int(kp[i][0]), int(kp[i][1])});
+        CHECK(kp[i][2] == p.at(int(kp[i][0]), int(kp[i][1])));
+        if (!approx && i > 0) {
+          const bool ordered = kp[i - 1][2] > kp[i][2] ||
+                               (kp[i - 1][2] == kp[i][2] &&
+                                kp[i - 1][1] * 17 + kp[i - 1][0] < kp[i][1] * 17 + kp[i][0]);
+          CHECK(ordered);
+        }
+      }
+      CHECK(seen.size() == size_t(17 * 13));
+      CHECK(kp[17 * 13] == std::array<float, 3>{-1, -1, 0});
+      CHECK(kp[4095] == std::array<float, 3>{-1, -1, 0});
+    }
+    {  // nothing survives: all pad
+      const auto kp = rows_of(
+          Harness(b, {stage("topk", v, m, {{"k", 3}})}, {{"nms", plane(5, 5)}}).out("keypoints"));
+      for (const auto& r : kp) CHECK(r == std::array<float, 3>{-1, -1, 0});
+    }
+  });
+}
+
+void sample_cases(bool gpu) {
+  // A ramp f = x + 100 y: bilinear sampling reproduces it exactly where it does not clamp.
+  HostImage ramp = plane(40, 30);
+  for (int y = 0; y < 30; ++y)
+    for (int x = 0; x < 40; ++x) ramp.view<float>().at(x, y) = float(x + 100 * y);
+  const HostImage kps =
+      keypoint_list({{20, 15, 1}, {20.25f, 15.5f, 1}, {0, 0, 1}, {39, 29, 1}, {-1, -1, 0}});
+  for_each_config(gpu, "sample", [&](Backend b, const std::string& v, MathMode m) {
+    const HostImage out =
+        Harness(b, {stage("sample", v, m)}, {{"blur", ramp}, {"keypoints", kps}}).out("patches");
+    const auto o = out.view<float>();
+    REQUIRE(o.height == 5);
+    for (int t = 0; t < 64; ++t) {
+      const int i = t % 8, j = t / 8;
+      INFO("sample " << t);
+      CHECK(o.at(t, 0) == float(20 + 2 * i - 7 + 100 * (15 + 2 * j - 7)));
+      CHECK(o.at(t, 1) == float(20.25 + 2 * i - 7 + 100 * (15.5 + 2 * j - 7)));
+      // On the border the coordinates clamp to the image.
+      CHECK(o.at(t, 2) == float(std::max(0, 2 * i - 7) + 100 * std::max(0, 2 * j - 7)));
+      CHECK(o.at(t, 3) == float(std::min(39, 39 + 2 * i - 7) + 100 * std::min(29, 29 + 2 * j - 7)));
+      CHECK(o.at(t, 4) == 0.0f);  // a pad keypoint
+    }
+  });
+}
+
+void l2norm_cases(bool gpu) {
+  HostImage patches(ImageDesc{64, 3, 1, PixelType::F32});
+  auto p = patches.view<float>();
+  for (int t = 0; t < 64; ++t) {
+    p.at(t, 0) = 0.1f;  // constant, and 64 x 0.1f is not exactly representable
+    p.at(t, 1) = float(t);
+    p.at(t, 2) = 12345.678f;  // a large constant
+  }
+  double norm1 = 0;
+  for (int t = 0; t < 64; ++t) norm1 += (t - 31.5) * (t - 31.5);
+  norm1 = std::sqrt(norm1);
+  for_each_config(gpu, "l2norm", [&](Backend b, const std::string& v, MathMode m) {
+    if (v == "v3_fused_sample") return;  // reads blur and keypoints: the fused case below
+    const HostImage out =
+        Harness(b, {stage("l2norm", v, m)}, {{"patches", patches}}).out("descriptors");
+    const auto o = out.view<float>();
+    double mean = 0, sq = 0;
+    for (int t = 0; t < 64; ++t) {
+      CHECK(o.at(t, 0) == 0.0f);
+      CHECK(std::abs(o.at(t, 1) - (t - 31.5) / norm1) < 1e-6);
+      CHECK(o.at(t, 2) == 0.0f);
+      mean += o.at(t, 1), sq += double(o.at(t, 1)) * o.at(t, 1);
+    }
+    CHECK(std::abs(mean) < 1e-5);
+    CHECK(std::abs(sq - 1.0) < 1e-5);
+  });
+}
+
+// sample -> l2norm against the fused variant, which skips the sample stage.
+void fused_descriptor_case(Backend b, MathMode m) {
+  const HostImage img = [] {
+    HostImage g = io::synthetic_frame(64, 48, 1, 3);
+    HostImage f = plane(64, 48);
+    for (int y = 0; y < 48; ++y)
+      for (int x = 0; x < 64; ++x) f.view<float>().at(x, y) = g.view<uint8_t>().at(x, y) / 255.0f;
+    return f;
+  }();
+  const HostImage kps =
+      keypoint_list({{10, 10, 3}, {0, 47, 2}, {63.5f, 0.25f, 1}, {30, 20, 0.5f}, {-1, -1, 0}});
+  const std::map<std::string, HostImage> slots{{"blur", img}, {"keypoints", kps}};
+  Harness two(b, {stage("sample", "", m), stage("l2norm", "v1_block64", m)}, slots);
+  Harness fused(b, {stage("sample", "", m), stage("l2norm", "v3_fused_sample", m)}, slots);
+  CHECK_FALSE(two.r->skipped(0));
+  CHECK(fused.r->skipped(0));
+  CHECK(fused.r->fused_into(0) == "l2norm/v3_fused_sample");
+  const auto a = two.out("descriptors"), c = fused.out("descriptors");
+  for (int k = 0; k < 5; ++k)
+    for (int t = 0; t < 64; ++t)
+      CHECK(std::abs(a.view<float>().at(t, k) - c.view<float>().at(t, k)) <= 1e-5f);
+  // The fused variant's own reference agrees with it too.
+  const auto ref = fused.r->reference(1);
+  CHECK(fused.r->compare(1, ref, m).pass());
+}
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("nms reference: corners, ties, plateau, window reach, threshold, fused score") {
+    nms_cases(false);
+  }
+  TEST_CASE("topk reference: fewer than K, ties by index, K larger than the image, none") {
+    topk_cases(false);
+  }
+  TEST_CASE("sample reference: exact on a ramp, clamped on the border, zero for a pad") {
+    sample_cases(false);
+  }
+  TEST_CASE("l2norm reference: constant patches give zeros, a ramp a unit zero-mean vector") {
+    l2norm_cases(false);
+  }
+  TEST_CASE("fused sample + l2norm reference equals the two stages; the pipeline skips sample") {
+    fused_descriptor_case(Backend::Cpu, MathMode::Precise);
+  }
+  TEST_CASE("the keypoints pipeline has eight stages, the harris pipeline four") {
+    CHECK(default_pipeline().stages.size() == 8);
+    CHECK(default_pipeline("keypoints").stages.back().op == "l2norm");
+    CHECK(default_pipeline("harris").stages.size() == 4);
+    CHECK_THROWS_AS(default_pipeline("nope"), Error);
+  }
+  TEST_CASE("a CUDA graph needs the cuda backend") {
+    Runner r(Backend::Cpu);
+    CHECK_THROWS_AS(r.set_graph(true), Error);
+  }
+}
+
+TEST_SUITE("gpu") {
+  LAB_GPU_CASE("nms on the GPU: every variant, both math modes, hand-made cases") {
+    nms_cases(true);
+  }
+  LAB_GPU_CASE("topk on the GPU: every variant, both math modes, hand-made cases") {
+    topk_cases(true);
+  }
+  LAB_GPU_CASE("sample on the GPU: every variant, both math modes, hand-made cases") {
+    sample_cases(true);
+  }
+  LAB_GPU_CASE("l2norm on the GPU: every variant, both math modes, hand-made cases") {
+    l2norm_cases(true);
+  }
+  LAB_GPU_CASE("fused sample + l2norm on the GPU equals the two stages") {
+    fused_descriptor_case(Backend::Cuda, MathMode::Precise);
+    fused_descriptor_case(Backend::Cuda, MathMode::Fast);
+  }
+
+  LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {
+    const HostImage in = io::load_image(data_path("box_in_scene.png"));
+    for (const char* topk : {"v1_sort_all", "v2_select_sort"}) {
+      INFO(topk);
+      PipelineConfig p = default_pipeline();
+      apply_variant(p, std::string("topk=") + topk);
+      Runner r(Backend::Cuda);
+      r.configure(p, in.desc());
+      r.set_input(in);
+      r.run();
+      std::map<std::string, HostImage> eager;
+      for (const char* s : {"nms", "keypoints", "patches", "descriptors"})
+        eager[s] = r.read_slot(s);
+      CHECK(rows_of(eager["keypoints"])[0][2] > 0);  // the image has keypoints
+      r.set_graph(true);
+      for (int frame = 0; frame < 3; ++frame) {
+        for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
+        r.run();
+        CHECK(r.frame_ms() > 0);
+        CHECK(r.launches().size() >= r.stages().size());
+        for (const auto& [s, img] : eager) {
+          const HostImage g = r.read_slot(s);
+          CHECK_MESSAGE(std::equal(img.bytes(), img.bytes() + img.desc().bytes(), g.bytes()), s);
+        }
+      }
+      // A new input size re-captures.
+      const HostImage small = io::synthetic_frame(320, 240);
+      r.configure(p, small.desc());
+      r.set_input(small);
+      r.run();
+      CHECK(r.graph());
+      CHECK(r.frame_ms() > 0);
+    }
+  }
+
+  LAB_GPU_CASE("topk at scale: 2^20 scores with heavy ties, and a plateau, every variant") {
+    for (int plateau : {0, 1}) {
+      const int w = plateau ? 256 : 1024;
+      HostImage s = plane(w, w);
+      for (int y = 0; y < w; ++y)
+        for (int x = 0; x < w; ++x)  // 1000 distinct values, each ~1000 times
+          s.view<float>().at(x, y) =
+              plateau ? 1.0f : float((uint32_t(y * w + x) * 2654435761u) % 1000u + 1u);
+      for (const VariantDef& v : find_op("topk").def.variants) {
+        INFO((plateau ? "plateau " : "ties ") << v.name);
+        Harness h(Backend::Cuda, {stage("topk", v.name)}, {{"nms", s}});
+        const auto ref = h.r->reference(0);
+        const DiffStats d = h.r->compare(0, ref, MathMode::Precise);
+        CHECK_MESSAGE(d.pass(), d.detail());
+        MESSAGE((plateau ? "plateau " : "ties ") << v.name << ": " << d.detail());
+      }
+    }
+  }
+
+  LAB_GPU_CASE("histogram top-K: its guarantees hold and its recall is reported") {
+    for (const char* file : {"box_in_scene.png", "graf1.png", "chessboard.png"}) {
+      INFO(file);
+      const HostImage in = io::load_image(data_path(file));
+      PipelineConfig p = default_pipeline();
+      apply_variant(p, "topk=v3_histogram");
+      apply_param(p, "topk.k=512");
+      Runner r(Backend::Cuda);
+      r.configure(p, in.desc());
+      r.set_input(in);
+      r.run();
+      const size_t i = 5;
+      REQUIRE(r.stages()[i].op->def.name == "topk");
+      const auto ref = r.reference(i);
+      const DiffStats d = r.compare(i, ref, MathMode::Precise);
+      CHECK_MESSAGE(d.pass(), d.detail());
+      CHECK(d.has_set);
+      CHECK(d.recall() > 0.5);
+      MESSAGE(file << ": histogram top-512 " << d.detail());
+    }
+  }
+}
