@@ -235,6 +235,7 @@ FrameResult run_job(Runner& r, JobInput in) {
     out.shown = r.read_slot(out.shown_name);
     if (in.compare) {
       for (size_t i = 0; i < r.stages().size(); ++i) {
+        if (r.skipped(i)) continue;  // a fused variant did its work; its outputs are not written
         StageDiff d;
         d.stage = r.stages()[i].op->def.name;
         d.reference = r.reference(i);

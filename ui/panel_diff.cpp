@@ -27,9 +27,10 @@ void draw_diff_panel(GuiApp& app) {
   ImGui::SliderInt("every N frames", &app.ui.compare_every, 0, 300);
   tip("0: only on request");
   if (ImGui::BeginTable(
-          "diff", 6,
+          "diff", 7,
           ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
-    for (const char* c : {"stage", "max abs", "mean abs", "PSNR dB", "over tol", "first bad"})
+    for (const char* c :
+         {"stage", "max abs", "mean abs", "PSNR dB", "over tol", "first bad", "sets / vectors"})
       ImGui::TableSetupColumn(c);
     ImGui::TableHeadersRow();
     for (const StageDiff& d : app.ui.diff) {
@@ -70,6 +71,13 @@ void draw_diff_panel(GuiApp& app) {
       } else {
         ImGui::TextUnformatted("-");
       }
+      ImGui::TableNextColumn();
+      const std::string detail = s.detail();
+      ImGui::TextUnformatted(detail.empty() ? "-" : detail.c_str());
+      tip("keypoints (topk): P = precision, R = recall of the GPU's keypoints against the CPU "
+          "reference's, matched at exact positions, and the largest score error; the histogram "
+          "variant's recall is its approximation. Descriptors (l2norm): the smallest and mean "
+          "cosine similarity of each descriptor to the reference's (must be >= 0.9999)");
     }
     ImGui::EndTable();
   }

@@ -31,6 +31,13 @@ void draw_occupancy_panel(GuiApp& app) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(r.kernel.c_str());
+      if (!r.func) {  // a library call: CUB's kernels and shapes, not ours to describe
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("library");
+        tip("a CUB call, timed as one launch; it launches kernels of its own, whose shapes and "
+            "occupancy CUB chooses");
+        continue;
+      }
       ImGui::TableNextColumn();
       ImGui::Text("%ux%u", r.block.x, r.block.y);
       tip("the block shape of the launch that ran (recorded by the launch helper)");
@@ -74,6 +81,11 @@ void draw_occupancy_panel(GuiApp& app) {
   }
   tip("occupancy against threads per block (32 to 1024) with this kernel's registers and shared "
       "memory, from our calculator");
+  if (!sel.func) {
+    ImGui::TextDisabled("a library call: its kernels are CUB's, no curve");
+    ImGui::End();
+    return;
+  }
   const size_t smem = sel.attrs.static_smem + sel.dyn_smem;
   const DeviceInfo& d = device_info();
   for (const ArchLimits* arch : {arch_limits(d.major, d.minor), arch_limits(8, 7)}) {

@@ -66,8 +66,8 @@ std::string DiffStats::detail() const {
   std::string s;
   char buf[160];
   if (has_set) {
-    std::snprintf(buf, sizeof buf, "P %.3f R %.3f %zu/%zu kp", precision(), recall(), set_got,
-                  set_ref);
+    std::snprintf(buf, sizeof buf, "P %.3f R %.3f %zu/%zu kp, score err %.3g", precision(),
+                  recall(), set_got, set_ref, max_score_err);
     s += buf;
   }
   if (has_cosine) {
