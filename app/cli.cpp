@@ -132,6 +132,8 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::Range(0, 100000000));
   gui->add_option("--screenshot", gui_o.screenshot, "write the last frame as PNG");
   gui->add_option("--window", gui_window, "window or framebuffer size WxH")->capture_default_str();
+  gui->add_flag("--graph", gui_c.graph, "start with the pipeline replayed as one CUDA graph");
+  gui->add_flag("--no-keypoints", gui_o.hide_keypoints, "start with the keypoint overlay off");
 #endif
 
   try {
@@ -156,6 +158,7 @@ int run_cli(int argc, char** argv) {
       gui_o.backend = pick_backend(gui_c.device);
       gui_o.input = gui_c.input;
       gui_o.max_pixels = gui_c.max_pixels;
+      gui_o.graph = gui_c.graph;
       // Offscreen, nobody can close a window: a headless or screenshot run stops by itself.
       if ((gui_o.headless || !gui_o.screenshot.empty()) && gui_o.frames == 0) gui_o.frames = 60;
       return ui::run_gui(gui_o);

@@ -471,7 +471,7 @@ HostImage take_rows(const HostImage& img, const std::vector<int>& rows, bool key
 void dump_slots(const Runner& r, const std::string& folder) {
   std::set<std::string> unwritten;  // outputs of stages a fused variant did the work of
   for (size_t i = 0; i < r.stages().size(); ++i)
-    if (r.skipped(i))
+    if (r.skipped(i) && !r.disabled(i))
       for (const auto& name : r.stages()[i].op->def.outputs) unwritten.insert(name);
   int index_width = 1;  // the top-K index y * W + x is over the NMS map
   for (const SlotInfo& s : r.slots())
@@ -560,7 +560,9 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     const ResolvedStage& st = r.stages()[i];
     std::printf("%-10s %-18s %-6s %-8s ", st.op->def.name.c_str(), st.variant_def().name.c_str(),
                 st.block.str().c_str(), math_name(st.math));
-    if (r.skipped(i))
+    if (r.disabled(i))
+      std::printf("disabled: its input passed through, or zeros\n");
+    else if (r.skipped(i))
       std::printf("skipped: fused into %s\n", r.fused_into(i).c_str());
     else if (r.graph())
       std::printf("in the CUDA graph (timed as a whole)\n");

@@ -35,6 +35,7 @@ struct Shot {
   int w = 0, h = 0;
   size_t colours = 0;           // distinct colours in the whole frame
   size_t viewport_colours = 0;  // distinct colours in the right half (the image)
+  std::vector<uint32_t> pixels;
 };
 
 Shot screenshot(const std::string& prefix, const std::string& args) {
@@ -59,6 +60,7 @@ Shot screenshot(const std::string& prefix, const std::string& args) {
         uint32_t c;
         std::memcpy(&c, px + (size_t(y) * s.w + x) * 4, 4);
         all.insert(c);
+        s.pixels.push_back(c);
         if (x > s.w / 2 && y < s.h / 2) right.insert(c);
       }
     s.colours = all.size(), s.viewport_colours = right.size();
@@ -172,6 +174,23 @@ TEST_SUITE("cpu") {
   }
 
 #if defined(LAB_WITH_OPENCV)
+  TEST_CASE("gui: the keypoint overlay draws points over the image, and only there") {
+    const std::string args = "--headless --frames 3 --window 1000x700 --device cpu --input " +
+                             data_path("box_in_scene.png");
+    const Shot on = screenshot("", args);
+    const Shot off = screenshot("", args + " --no-keypoints");
+    REQUIRE(on.code == 0);
+    REQUIRE(off.code == 0);
+    REQUIRE(on.pixels.size() == off.pixels.size());
+    // The viewport is the top right; the other panels show timings that differ run to run.
+    size_t inside = 0;
+    for (int y = 80; y < on.h * 6 / 10; ++y)
+      for (int x = on.w * 35 / 100; x < on.w; ++x)
+        inside += on.pixels[size_t(y) * on.w + x] != off.pixels[size_t(y) * on.w + x];
+    MESSAGE("pixels changed by the overlay: " << inside);
+    CHECK(inside > 200);  // box_in_scene has hundreds of keypoints, 7-pixel points each
+  }
+
   TEST_CASE("gui: an absent camera leaves the GUI running, saying so") {
     const Shot s = screenshot("",
                               "--headless --frames 3 --window 700x500 --device cpu "

@@ -15,6 +15,8 @@
 #include "colormap.h"
 #include "diff.h"
 #include "gui.h"
+#include "interop.h"
+#include "minmax.h"
 #include "runner.h"
 
 namespace lab::ui {
@@ -25,6 +27,14 @@ struct StageDiff {
   std::string stage;
   DiffStats stats;
   std::vector<HostImage> reference;  // the CPU reference outputs, for the viewport
+  std::vector<HostImage> output;     // the GPU outputs they were compared with
+};
+
+// Device copies of what the viewport shows, written by the engine job and read by the UI thread
+// (CUDA-GL interop) when the job's result arrives, before the next job starts: one set suffices.
+struct Staging {
+  DeviceImage shown;
+  DeviceImage keypoints;
 };
 
 // What one engine job hands the UI: everything the panels show of a frame. Jobs run on a worker
@@ -37,8 +47,21 @@ struct FrameResult {
   std::vector<double> stage_bytes;
   std::vector<double> stage_ms;
   std::vector<LaunchRecord> launches;
+  double frame_ms = 0;  // GPU time of the frame (first launch to last, or the graph)
+  bool graph = false;   // the frame ran as a CUDA graph
   std::string shown_name;
-  HostImage shown;
+  ImageDesc shown_desc;
+  HostImage shown;               // the shown slot on the host (CPU mode, 8-bit input, no interop)
+  bool shown_on_device = false;  // in Staging::shown instead (interop)
+  ValueRange shown_range;        // its finite min..max
+  HostImage keypoints;           // K x 1 x 3 on the host (no interop), or empty
+  bool keypoints_on_device = false;  // in Staging::keypoints instead
+  int keypoints_k = 0;
+  ImageDesc keypoint_space;  // the NMS map's size: keypoints are in its pixels
+  float keypoint_max = 0;    // the highest score
+  int probe_x = -1, probe_y = -1;
+  float probe_value = 0;  // the shown slot's value at the probe (GPU: read back, 4 bytes)
+  double upload_ms = 0;   // the input frame to the device (host wall clock)
   bool compared = false;
   std::vector<StageDiff> diff;
   std::string error;
@@ -50,11 +73,16 @@ struct JobInput {
   std::optional<PipelineConfig> pipeline;
   std::string shown_name;
   bool compare = false;
+  std::optional<bool> graph;   // switch CUDA-graph mode
+  Staging* staging = nullptr;  // device copies for interop; null: host copies
+  int probe_x = -1, probe_y = -1;
 };
 
 struct UiState {
   PipelineConfig pipeline;  // what the pipeline panel edits
   bool pipeline_dirty = false;
+  bool graph = false;  // replay the pipeline as a CUDA graph
+  bool graph_dirty = false;
   int slot = 1;  // index into Runner::slots(): letterbox
   int view = 0;  // 0: output, 1: CPU reference, 2: |output - reference|
   Colormap cmap = Colormap::Viridis;
@@ -65,6 +93,9 @@ struct UiState {
   std::map<std::string, std::vector<float>> launch_us;  // by "stage/kernel"
   std::vector<float> frame_ms;                          // whole frame, wall clock
   std::vector<float> pipeline_ms;                       // GPU (or CPU reference) time
+  std::vector<float> upload_ms, display_ms;             // input upload; viewport update
+  bool overlay = true;                                  // draw the keypoints
+  int probe_x = -1, probe_y = -1;                       // the pixel under the cursor
   std::string message;                                  // the banner: errors, warnings
   std::string preset_path;
   std::vector<StageDiff> diff;  // the last "compare now"
@@ -83,9 +114,21 @@ struct GuiApp {
   std::future<FrameResult> job;  // the engine job in flight (destroyed, so joined, first)
   FrameResult view;              // the last finished job's result
   bool gpu_lost = false;         // a sticky CUDA error: GPU work stopped until restart
-  unsigned texture = 0;          // the viewport's GL texture
+  GlInterop interop;
+  Staging staging;
+  unsigned texture = 0;  // the output's GL texture (interop target)
   int tex_w = 0, tex_h = 0;
-  bool tex_float = false;  // R32F through the colormap shader, or RGBA8 as it is
+  bool tex_float = false;    // R32F through the colormap shader, or RGBA8 as it is
+  unsigned ref_texture = 0;  // the reference or difference view (host uploads)
+  int ref_w = 0, ref_h = 0;
+  bool ref_float = false;
+  unsigned kp_vbo = 0, kp_vao = 0;  // the keypoints (x, y, score), written by CUDA
+  size_t kp_bytes = 0;
+  struct {
+    unsigned program = 0;
+    int proj = -1, origin = -1, scale = -1, hi = -1;
+    bool failed = false;
+  } overlay_gl;
   struct {
     unsigned program = 0;
     int proj = -1, lo = -1, hi = -1, map = -1, value = -1;
@@ -115,6 +158,9 @@ void draw_device_panel(GuiApp& app);
 void compare_now(GuiApp& app);
 // One engine job: apply a new pipeline or input, run, and copy out what the panels show.
 FrameResult run_job(Runner& runner, JobInput in);
+// On the UI thread, when a job's result arrives: the output texture and keypoint buffer are
+// written (interop, or host upload), timed into the display history.
+void display_result(GuiApp& app, const FrameResult& r);
 // Replaces the frame source; it opens on the capture thread, so a slow or absent camera never
 // blocks the UI (its problem shows in the pipeline panel).
 void open_input(GuiApp& app, const std::string& spec);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <future>
 #include <thread>
 #include <cstdio>
@@ -124,12 +125,17 @@ void engine_frame(GuiApp& app, bool wait) {
         app.ui.launch_us.clear();
       double total = 0;
       for (const LaunchRecord& l : r.launches)
-        push_history(app.ui.launch_us[r.stage_names[l.stage] + "/" + l.kernel], 1e3f * l.ms);
-      for (double ms : r.stage_ms) total += ms;
-      push_history(app.ui.pipeline_ms, float(total));
+        if (std::isfinite(l.ms))  // NaN inside a graph: timed as a whole
+          push_history(app.ui.launch_us[r.stage_names[l.stage] + "/" + l.kernel], 1e3f * l.ms);
+      for (double ms : r.stage_ms) total += std::isfinite(ms) ? ms : 0.0;
+      push_history(app.ui.pipeline_ms, float(r.graph ? r.frame_ms : total));
       ++app.frames;
     }
-    if (r.ran) app.view = std::move(r);  // a job that failed leaves the last good frame on screen
+    if (r.ran) {
+      display_result(app, r);
+      push_history(app.ui.upload_ms, float(r.upload_ms));
+      app.view = std::move(r);  // a job that failed leaves the last good frame on screen
+    }
   }
   if (app.job.valid() || app.gpu_lost) return;
   JobInput in;
@@ -145,6 +151,12 @@ void engine_frame(GuiApp& app, bool wait) {
   if (!app.view.slots.empty())
     in.shown_name =
         app.view.slots[size_t(std::min(app.ui.slot, int(app.view.slots.size()) - 1))].name;
+  if (app.ui.graph_dirty) {
+    in.graph = app.ui.graph;
+    app.ui.graph_dirty = false;
+  }
+  if (app.interop.available()) in.staging = &app.staging;
+  in.probe_x = app.ui.probe_x, in.probe_y = app.ui.probe_y;
   const bool every = app.ui.compare_every > 0 && app.frames > 0 &&
                      app.frames % uint64_t(app.ui.compare_every) == 0;
   in.compare = app.opt.backend == Backend::Cuda && (app.ui.compare_requested || every);
@@ -215,10 +227,18 @@ FrameResult run_job(Runner& r, JobInput in) {
       const ImageDesc input = in.frame ? in.frame->desc() : slots.at(0).desc;
       r.configure(want ? *want : r.pipeline(), input);
     }
+    if (in.graph) r.set_graph(*in.graph);
     if (r.slots().empty()) return out;  // no frame yet
-    if (in.frame) r.set_input(*in.frame);
+    if (in.frame) {
+      const auto t0 = std::chrono::steady_clock::now();
+      r.set_input(*in.frame);
+      out.upload_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
     r.run();
     out.ran = true;
+    out.frame_ms = r.frame_ms();
+    out.graph = r.graph();
     out.slots = r.slots();
     for (size_t i = 0; i < r.stages().size(); ++i) {
       out.stage_names.push_back(r.stages()[i].op->def.name);
@@ -230,16 +250,64 @@ FrameResult run_job(Runner& r, JobInput in) {
                          ? out.slots.at(std::min<size_t>(1, out.slots.size() - 1)).name
                          : in.shown_name;
     bool known = false;
-    for (const SlotInfo& s : out.slots) known = known || s.name == out.shown_name;
+    for (const SlotInfo& s : out.slots) {
+      known = known || s.name == out.shown_name;
+      if (s.name == "nms") out.keypoint_space = s.desc;
+      if (s.name == "keypoints") out.keypoints_k = s.desc.width;
+    }
     if (!known) out.shown_name = out.slots[0].name;
-    out.shown = r.read_slot(out.shown_name);
+    const ImageRef src = r.slot_ref(out.shown_name);
+    out.shown_desc = src.desc;
+    const bool plane = src.desc.type == PixelType::F32 && src.desc.channels == 1;
+    const bool device = in.staging && r.backend() == Backend::Cuda;
+    if (device && plane) {
+      // Device to device into the staging copy; 8 bytes of range and 4 of probe come back.
+      Staging& st = *in.staging;
+      if (st.shown.desc() != src.desc) st.shown = DeviceImage(src.desc);
+      LAB_CUDA_CHECK(cudaMemcpy2DAsync(st.shown.data(), st.shown.pitch(), src.data, src.pitch,
+                                       src.desc.row_bytes(), size_t(src.desc.height),
+                                       cudaMemcpyDeviceToDevice, r.stream()));
+      out.shown_range = device_min_max(st.shown.ref(), 0, r.stream());
+      out.shown_on_device = true;
+      if (in.probe_x >= 0 && in.probe_y >= 0 && in.probe_x < src.desc.width &&
+          in.probe_y < src.desc.height) {
+        LAB_CUDA_CHECK(cudaMemcpy(&out.probe_value,
+                                  static_cast<const char*>(st.shown.data()) +
+                                      size_t(in.probe_y) * st.shown.pitch() +
+                                      size_t(in.probe_x) * sizeof(float),
+                                  sizeof(float), cudaMemcpyDeviceToHost));
+        out.probe_x = in.probe_x, out.probe_y = in.probe_y;
+      }
+    } else {
+      out.shown = r.read_slot(out.shown_name);
+      const Range rg = auto_range(out.shown.ref());
+      out.shown_range = {rg.lo, rg.hi};
+    }
+    if (out.keypoints_k > 0) {
+      const ImageRef kp = r.slot_ref("keypoints");
+      if (device) {
+        Staging& st = *in.staging;
+        if (st.keypoints.desc() != kp.desc) st.keypoints = DeviceImage(kp.desc);
+        LAB_CUDA_CHECK(cudaMemcpyAsync(st.keypoints.data(), kp.data, kp.desc.row_bytes(),
+                                       cudaMemcpyDeviceToDevice, r.stream()));
+        out.keypoint_max = device_min_max(st.keypoints.ref(), 2, r.stream()).hi;
+        out.keypoints_on_device = true;
+      } else {
+        out.keypoints = r.read_slot("keypoints");
+        const auto v = out.keypoints.view<float>();
+        for (int i = 0; i < v.width; ++i)
+          out.keypoint_max = std::max(out.keypoint_max, v.at(i, 0, 2));
+      }
+    }
     if (in.compare) {
       for (size_t i = 0; i < r.stages().size(); ++i) {
-        if (r.skipped(i)) continue;  // a fused variant did its work; its outputs are not written
+        if (r.skipped(i)) continue;  // fused away or disabled: nothing of its own to diff
         StageDiff d;
         d.stage = r.stages()[i].op->def.name;
         d.reference = r.reference(i);
         d.stats = r.compare(i, d.reference, r.stages()[i].math);
+        for (const auto& name : r.stages()[i].op->def.outputs)
+          d.output.push_back(r.read_slot(name));
         out.diff.push_back(std::move(d));
       }
       out.compared = true;
@@ -273,18 +341,14 @@ int run_gui(const GuiOptions& opt) {
   GuiApp app;
   app.opt = opt;
   app.ui.pipeline = opt.pipeline;
+  app.ui.overlay = !opt.hide_keypoints;
+  app.ui.graph = app.ui.graph_dirty = opt.graph && opt.backend == Backend::Cuda;
   app.ui.pipeline_dirty = true;  // the first job configures it
   app.runner = std::make_unique<Runner>(opt.backend);
   if (opt.backend == Backend::Cuda) app.copy_gbs = measure_copy_bandwidth();
   open_input(app, opt.input);
   std::snprintf(app.ui.input_edit, sizeof app.ui.input_edit, "%s", opt.input.c_str());
   app.ui.preset_path = config_dir() + "/default.json";
-  app.upload_note =
-      opt.backend == Backend::Cuda
-          ? "host upload: the slot is downloaded, sent with glTexSubImage2D (float planes as "
-            "R32F, colormapped by a GLSL shader); CUDA-GL interop comes next"
-          : "CPU mode: the references' images are sent with glTexSubImage2D (float planes as "
-            "R32F, colormapped by a GLSL shader)";
 
   std::unique_ptr<HeadlessGl> headless;
   GLFWwindow* window = nullptr;
@@ -315,6 +379,14 @@ int run_gui(const GuiOptions& opt) {
     ImGui_ImplGlfw_InitForOpenGL(window, true);
   }
   ImGui_ImplOpenGL3_Init("#version 330");
+  app.interop.init(opt.backend == Backend::Cuda);
+  app.upload_note =
+      app.interop.available()
+          ? "CUDA-GL interop: the shown float slot and the keypoints are copied device to device "
+            "into a registered texture and buffer (map, copy, unmap); no host round trip"
+          : "host upload (" + app.interop.why() +
+                "): the slot is sent with glTexSubImage2D (float planes as R32F, colormapped by "
+                "a GLSL shader), the keypoints with glBufferSubData";
 
   try {
     for (int frame = 0; opt.frames == 0 || frame < opt.frames; ++frame) {
@@ -355,8 +427,13 @@ int run_gui(const GuiOptions& opt) {
     ImGui::DestroyContext();
     throw;
   }
-  if (app.texture) glDeleteTextures(1, &app.texture);
+  app.interop.reset();  // unregistered before the GL objects go
+  for (unsigned t : {app.texture, app.ref_texture})
+    if (t) glDeleteTextures(1, &t);
+  if (app.kp_vbo) glDeleteBuffers(1, &app.kp_vbo);
+  if (app.kp_vao) glDeleteVertexArrays(1, &app.kp_vao);
   if (app.colormap_gl.program) glDeleteProgram(app.colormap_gl.program);
+  if (app.overlay_gl.program) glDeleteProgram(app.overlay_gl.program);
   ImGui_ImplOpenGL3_Shutdown();
   if (window) {
     ImGui_ImplGlfw_Shutdown();

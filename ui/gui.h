@@ -18,6 +18,8 @@ struct GuiOptions {
   int frames = 0;          // stop after this many frames; 0: run until the window closes
   std::string screenshot;  // write the last frame's pixels here as PNG
   int width = 1600, height = 900;
+  bool graph = false;  // start with the pipeline replayed as a CUDA graph
+  bool hide_keypoints = false;
 };
 
 // Returns a process exit code; throws Error for what the CLI maps to sysexits (no display,

@@ -15,11 +15,16 @@ const Block kProbeBlocks[] = {{8, 8}, {16, 8}, {64, 16}, {64, 32}, {1024, 2}};
 void stage_controls(GuiApp& app, StageConfig& s, int index) {
   const Op& op = find_op(s.op);
   ImGui::PushID(index);
-  if (!ImGui::CollapsingHeader(s.op.c_str(), ImGuiTreeNodeFlags_DefaultOpen)) {
+  if (ImGui::Checkbox("##on", &s.enabled)) app.ui.pipeline_dirty = true;
+  tip("enabled: launched every frame. Off: not launched; its output passes its input through "
+      "when their shapes match (blur off: sobel sees the unblurred image), else it is zeros");
+  ImGui::SameLine();
+  const bool open = ImGui::CollapsingHeader(s.op.c_str(), ImGuiTreeNodeFlags_DefaultOpen);
+  tip(op.def.summary.c_str());
+  if (!open) {
     ImGui::PopID();
     return;
   }
-  tip(op.def.summary.c_str());
   const int current = s.variant.empty() ? int(op.default_variant()) : op.find_variant(s.variant);
   const VariantDef& vd = op.def.variants[size_t(current < 0 ? 0 : current)];
   if (ImGui::BeginCombo("variant", vd.name.c_str())) {
@@ -142,6 +147,12 @@ void draw_pipeline_panel(GuiApp& app) {
     app.ui.pipeline = default_pipeline();
     app.ui.pipeline_dirty = true;
   }
+  ImGui::BeginDisabled(app.opt.backend != Backend::Cuda);
+  if (ImGui::Checkbox("CUDA graph", &app.ui.graph)) app.ui.graph_dirty = true;
+  ImGui::EndDisabled();
+  tip("capture the whole pipeline once as a CUDA graph and replay it each frame: one launch "
+      "instead of one per kernel. Per-launch times are then unknown (the graph is timed as a "
+      "whole); re-captured when the pipeline or the input size changes. GPU only");
   for (size_t i = 0; i < app.ui.pipeline.stages.size(); ++i)
     stage_controls(app, app.ui.pipeline.stages[i], int(i));
   ImGui::End();

@@ -25,13 +25,27 @@ void draw_timings_panel(GuiApp& app) {
   const bool gpu = app.opt.backend == Backend::Cuda;
   const double frame = median_of(ui.frame_ms);
   ImGui::Text("frame %.2f ms (%.0f fps)", frame, frame > 0 ? 1000.0 / frame : 0.0);
-  tip("wall-clock time of a whole UI frame: take the newest input, run the pipeline, download "
-      "the shown slot, draw; median of the last 240 frames");
-  ImGui::Text("pipeline %.3f ms median, %.3f ms p95", median_of(ui.pipeline_ms),
-              p95_of(ui.pipeline_ms));
-  tip(gpu ? "sum of every launch's GPU time (CUDA event pairs), median and 95th percentile of the "
-            "last 240 frames"
-          : "CPU mode: the sum of the stages' reference times (steady_clock)");
+  tip("wall-clock time of a whole UI frame (steady_clock): take the newest input, hand it to the "
+      "engine, show the last result, draw the UI; median of the last 240 frames. FPS = 1000 / "
+      "that median");
+  ImGui::Text("pipeline %.3f ms median, %.3f ms p95%s", median_of(ui.pipeline_ms),
+              p95_of(ui.pipeline_ms), app.view.graph ? " (CUDA graph)" : "");
+  tip(!gpu ? "CPU mode: the sum of the stages' reference times (steady_clock)"
+      : app.view.graph
+          ? "the CUDA graph's GPU time between one event pair around cudaGraphLaunch; "
+            "median and 95th percentile of the last 240 frames. Per-launch times are not "
+            "measured inside a graph"
+          : "sum of every launch's GPU time (an event pair around each), median and 95th "
+            "percentile of the last 240 frames");
+  ImGui::Text("upload %.3f ms, display %.3f ms", median_of(ui.upload_ms), median_of(ui.display_ms));
+  tip(gpu ? "upload: the input frame from the host to the device (cudaMemcpy2D, host wall clock "
+            "including the copy). display: writing the shown slot and the keypoints into their "
+            "GL texture and buffer when a result arrives (CUDA-GL interop: map, device copy, "
+            "unmap, synchronised; or glTexSubImage2D from the host), host wall clock. Medians "
+            "of the last 240 frames"
+          : "upload: the input into the reference's slot (a host copy). display: glTexSubImage2D "
+            "of the shown slot and the keypoints, host wall clock. Medians of the last 240 "
+            "frames");
   if (!ui.pipeline_ms.empty())
     ImGui::PlotLines("##pipeline", ui.pipeline_ms.data(), int(ui.pipeline_ms.size()), 0, nullptr,
                      0.0f, FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 50));

@@ -1,7 +1,10 @@
 // Viewport: a slot (input, any stage output, its CPU reference, or their difference) through a
-// colormap, with zoom, pan and a pixel probe.
+// colormap, with zoom, pan, a pixel probe and the keypoints drawn over it. The output texture and
+// the keypoint buffer are written when a job's result arrives (display_result): by CUDA-GL
+// interop when the GL context is on the GPU, else from host copies.
 #include <epoxy/gl.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "app_state.h"
@@ -14,12 +17,17 @@ namespace {
 
 const char* const kViews[] = {"output", "CPU reference", "|output - reference|"};
 
-// The reference image of a slot from the last comparison, if there is one.
-const HostImage* reference_of(const GuiApp& app, const std::string& slot) {
+// The reference image of a slot from the last comparison (and the GPU output it was compared
+// with), if there is one.
+const HostImage* reference_of(const GuiApp& app, const std::string& slot,
+                              const HostImage** output = nullptr) {
   for (const StageDiff& d : app.ui.diff) {
     const Op& op = find_op(d.stage);
     for (size_t k = 0; k < op.def.outputs.size(); ++k)
-      if (op.def.outputs[k] == slot && k < d.reference.size()) return &d.reference[k];
+      if (op.def.outputs[k] == slot && k < d.reference.size()) {
+        if (output) *output = k < d.output.size() ? &d.output[k] : nullptr;
+        return &d.reference[k];
+      }
   }
   return nullptr;
 }
@@ -101,34 +109,149 @@ void use_colormap(const ImDrawList*, const ImDrawCmd* cmd) {
   glUniform1i(g.value, 0);
 }
 
-void upload(GuiApp& app, const HostImage& img) {
-  const ImageDesc& d = img.desc();
-  Range r{app.ui.lo, app.ui.hi};
-  const bool signed_map = app.ui.cmap == Colormap::Diverging;
-  if (app.ui.auto_range) {
-    r = signed_map ? symmetric_range(img.ref()) : auto_range(img.ref());
-    app.ui.lo = r.lo, app.ui.hi = r.hi;
+struct TextureSlot {
+  unsigned* tex;
+  int *w, *h;
+  bool* is_float;
+};
+
+// (Re)creates `t` for a w x h image; a new size or format gets a new texture name, so that an
+// interop registration of the old one is never used on re-specified storage.
+void ensure_texture(TextureSlot t, int w, int h, bool as_float) {
+  if (*t.tex && *t.w == w && *t.h == h && *t.is_float == as_float) {
+    glBindTexture(GL_TEXTURE_2D, *t.tex);
+    return;
   }
-  // Float planes go up as they are and are colormapped by the shader; 8-bit images, or any
-  // image when the shader is unavailable, are converted on the CPU.
+  if (*t.tex) glDeleteTextures(1, t.tex);
+  glGenTextures(1, t.tex);
+  glBindTexture(GL_TEXTURE_2D, *t.tex);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);  // floats: no filtering
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);  // pixels stay pixels
+  glTexImage2D(GL_TEXTURE_2D, 0, as_float ? GL_R32F : GL_RGBA8, w, h, 0,
+               as_float ? GL_RED : GL_RGBA, as_float ? GL_FLOAT : GL_UNSIGNED_BYTE, nullptr);
+  *t.w = w, *t.h = h, *t.is_float = as_float;
+}
+
+// A host image into `t`: float planes as they are (the shader colormaps them), 8-bit images, or
+// anything when the shader is unavailable, as RGBA8 converted on the CPU.
+void upload(GuiApp& app, TextureSlot t, const HostImage& img, Range r) {
+  const ImageDesc& d = img.desc();
   const bool as_float = d.type == PixelType::F32 && d.channels == 1 && !app.colormap_gl.failed;
   std::vector<uint32_t> rgba;
   if (!as_float) rgba = to_rgba(img.ref(), r, app.ui.cmap);
-  const void* pixels = as_float ? static_cast<const void*>(img.bytes()) : rgba.data();
-  const GLenum format = as_float ? GL_RED : GL_RGBA;
-  const GLenum type = as_float ? GL_FLOAT : GL_UNSIGNED_BYTE;
-  if (!app.texture) glGenTextures(1, &app.texture);
-  glBindTexture(GL_TEXTURE_2D, app.texture);
+  ensure_texture(t, d.width, d.height, as_float);
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-  if (app.tex_w != d.width || app.tex_h != d.height || app.tex_float != as_float) {
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);  // floats: no filtering
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);  // pixels stay pixels
-    glTexImage2D(GL_TEXTURE_2D, 0, as_float ? GL_R32F : GL_RGBA8, d.width, d.height, 0, format,
-                 type, pixels);
-    app.tex_w = d.width, app.tex_h = d.height, app.tex_float = as_float;
-  } else {
-    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, d.width, d.height, format, type, pixels);
+  glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, d.width, d.height, as_float ? GL_RED : GL_RGBA,
+                  as_float ? GL_FLOAT : GL_UNSIGNED_BYTE,
+                  as_float ? static_cast<const void*>(img.bytes()) : rgba.data());
+}
+
+Range view_range(GuiApp& app, Range data) {
+  if (!app.ui.auto_range) return {app.ui.lo, app.ui.hi};
+  if (app.ui.cmap == Colormap::Diverging) {
+    const float m = std::max(std::abs(data.lo), std::abs(data.hi));
+    data = m > 0 ? Range{-m, m} : Range{-1, 1};
   }
+  app.ui.lo = data.lo, app.ui.hi = data.hi;
+  return data;
+}
+
+// ---- the keypoint overlay: GL points from the buffer CUDA wrote ----------------------------
+
+const char* const kPointsVert = R"(#version 330 core
+layout(location = 0) in vec3 Kp;  // x, y, score (score 0: a pad row)
+uniform mat4 ProjMtx;
+uniform vec2 Origin;  // screen position of pixel (0, 0)'s corner
+uniform float Scale;  // screen pixels per image pixel
+uniform float Hi;     // the highest score: colours span three decades below it
+out float T;
+void main() {
+  if (Kp.z <= 0.0) { gl_Position = vec4(2.0, 2.0, 2.0, 1.0); T = 0.0; return; }  // clipped
+  vec2 p = Origin + (Kp.xy + 0.5) * Scale;
+  gl_Position = ProjMtx * vec4(p, 0.0, 1.0);
+  gl_PointSize = 7.0;
+  T = clamp((log(Kp.z) - log(Hi) + 6.9078) / 6.9078, 0.0, 1.0);
+}
+)";
+const char* const kPointsFrag = R"(#version 330 core
+in float T;
+out vec4 Out_Color;
+void main() {
+  vec2 d = gl_PointCoord - vec2(0.5);
+  float r = dot(d, d);
+  if (r > 0.25) discard;  // round points with a dark rim
+  vec3 lo = vec3(0.2, 0.4, 1.0), mid = vec3(0.1, 1.0, 0.3), hi = vec3(1.0, 0.25, 0.1);
+  vec3 c = T < 0.5 ? mix(lo, mid, T * 2.0) : mix(mid, hi, T * 2.0 - 1.0);
+  Out_Color = vec4(r > 0.14 ? c * 0.25 : c, 1.0);
+}
+)";
+
+struct OverlayArgs {
+  GuiApp* app;
+  float ox, oy, scale;
+};
+OverlayArgs g_overlay;  // the one viewport's draw-callback arguments, set each frame
+
+void draw_keypoints(const ImDrawList*, const ImDrawCmd*) {
+  GuiApp& app = *g_overlay.app;
+  auto& g = app.overlay_gl;
+  GLint imgui_program = 0;
+  glGetIntegerv(GL_CURRENT_PROGRAM, &imgui_program);
+  if (!g.program && !g.failed) {
+    std::string log;
+    const GLuint vs = compile(GL_VERTEX_SHADER, kPointsVert, log);
+    const GLuint fs = compile(GL_FRAGMENT_SHADER, kPointsFrag, log);
+    const GLuint p = glCreateProgram();
+    glAttachShader(p, vs);
+    glAttachShader(p, fs);
+    glLinkProgram(p);
+    glDeleteShader(vs);
+    glDeleteShader(fs);
+    GLint ok = 0;
+    glGetProgramiv(p, GL_LINK_STATUS, &ok);
+    if (!ok || !log.empty()) {
+      glDeleteProgram(p);
+      g.failed = true;
+      app.ui.message = "keypoint overlay shader unavailable: " + log;
+      return;
+    }
+    g.program = p;
+    g.proj = glGetUniformLocation(p, "ProjMtx");
+    g.origin = glGetUniformLocation(p, "Origin");
+    g.scale = glGetUniformLocation(p, "Scale");
+    g.hi = glGetUniformLocation(p, "Hi");
+  }
+  if (!g.program || !app.kp_vao) return;
+  float proj[16];
+  glGetUniformfv(GLuint(imgui_program), glGetUniformLocation(GLuint(imgui_program), "ProjMtx"),
+                 proj);
+  glUseProgram(g.program);
+  glUniformMatrix4fv(g.proj, 1, GL_FALSE, proj);
+  glUniform2f(g.origin, g_overlay.ox, g_overlay.oy);
+  glUniform1f(g.scale, g_overlay.scale);
+  glUniform1f(g.hi, std::max(app.view.keypoint_max, 1e-30f));
+  glEnable(GL_PROGRAM_POINT_SIZE);
+  glBindVertexArray(app.kp_vao);
+  glDrawArrays(GL_POINTS, 0, app.view.keypoints_k);
+  glDisable(GL_PROGRAM_POINT_SIZE);
+}
+
+// The keypoint buffer sized for K keypoints, with its vertex layout.
+void ensure_keypoint_buffer(GuiApp& app, size_t bytes) {
+  if (app.kp_vbo && app.kp_bytes >= bytes) {
+    glBindBuffer(GL_ARRAY_BUFFER, app.kp_vbo);
+    return;
+  }
+  if (app.kp_vbo) glDeleteBuffers(1, &app.kp_vbo);  // a new name: re-registered with CUDA
+  if (!app.kp_vao) glGenVertexArrays(1, &app.kp_vao);
+  glGenBuffers(1, &app.kp_vbo);
+  glBindVertexArray(app.kp_vao);
+  glBindBuffer(GL_ARRAY_BUFFER, app.kp_vbo);
+  glBufferData(GL_ARRAY_BUFFER, GLsizeiptr(bytes), nullptr, GL_DYNAMIC_DRAW);
+  glEnableVertexAttribArray(0);
+  glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, 3 * sizeof(float), nullptr);
+  glBindVertexArray(0);
+  app.kp_bytes = bytes;
 }
 
 }  // namespace
@@ -172,38 +295,54 @@ void draw_viewport_panel(GuiApp& app) {
     ImGui::DragFloatRange2("range", &ui.lo, &ui.hi, 0.01f);
   }
 
-  // The engine job downloads the slot chosen here for its next frame; until then the last one.
+  ImGui::SameLine();
+  ImGui::Checkbox("keypoints", &ui.overlay);
+  tip("draw the top-K keypoints over the image, coloured by score (blue: 1/1000 of the best, "
+      "green, red: the best); from a GL buffer CUDA writes (interop), else uploaded from the "
+      "host. Shown on slots of the NMS map's size");
+
+  // The engine job copies the slot chosen here for its next frame; until then the last one.
   const std::string& name = app.view.shown_name;
-  const HostImage* ref = reference_of(app, name);
-  const bool float_slot =
-      app.view.shown.desc().type == PixelType::F32 && app.view.shown.desc().channels == 1;
-  // Upload only when what is shown changed: a new result, another view, colormap or range.
-  const std::string key =
-      std::to_string(app.result_gen) + "/" + std::to_string(ui.view) + "/" +
-      std::to_string(int(ui.cmap)) + "/" + std::to_string(ui.auto_range) +
-      (ui.auto_range ? "" : "/" + std::to_string(ui.lo) + "/" + std::to_string(ui.hi));
-  const bool fresh = key != app.uploaded || !app.texture;
-  app.uploaded = key;
-  if (!fresh) {
-    if (ui.view != 0 && !ref) ImGui::TextUnformatted("no reference yet: showing the output");
-  } else if (ui.view == 1 && ref) {
-    upload(app, *ref);
-  } else if (ui.view == 2 && ref && float_slot && ref->desc() == app.view.shown.desc()) {
-    upload(app, abs_difference(app.view.shown, *ref));
+  const HostImage* gpu_out = nullptr;
+  const HostImage* ref = reference_of(app, name, &gpu_out);
+  // The output texture was written when the result arrived; the reference and difference views
+  // go up from the host when what they show changes.
+  bool use_ref = false;
+  if (ui.view != 0 && ref &&
+      (ui.view == 1 ||
+       (gpu_out && gpu_out->desc() == ref->desc() && ref->desc().type == PixelType::F32))) {
+    const std::string key = std::to_string(app.result_gen) + "/" + std::to_string(ui.view) + "/" +
+                            std::to_string(int(ui.cmap)) + "/" + std::to_string(ui.auto_range);
+    const HostImage shown = ui.view == 1 ? HostImage(*ref) : abs_difference(*gpu_out, *ref);
+    const Range data = shown.desc().type == PixelType::F32 ? auto_range(shown.ref()) : Range{0, 1};
+    const Range r = view_range(app, data);
+    if (key != app.uploaded || !app.ref_texture)
+      upload(app, {&app.ref_texture, &app.ref_w, &app.ref_h, &app.ref_float}, shown, r);
+    app.uploaded = key;
+    use_ref = true;
   } else {
-    upload(app, app.view.shown);
-    if (ui.view != 0) ImGui::TextUnformatted("no reference yet: showing the output");
+    if (ui.view != 0) ImGui::TextUnformatted("no reference yet ('compare now'): the output");
+    view_range(app, {app.view.shown_range.lo, app.view.shown_range.hi});
+  }
+  const unsigned tex = use_ref ? app.ref_texture : app.texture;
+  const int tw = use_ref ? app.ref_w : app.tex_w, th = use_ref ? app.ref_h : app.tex_h;
+  const bool tfloat = use_ref ? app.ref_float : app.tex_float;
+  if (!tex || tw <= 0 || th <= 0) {
+    ImGui::TextUnformatted("waiting for the first frame...");
+    ImGui::End();
+    return;
   }
   ImGui::Text("%s  %s  range [%.4g, %.4g]  zoom %.2fx", name.c_str(),
-              app.view.shown.desc().str().c_str(), ui.lo, ui.hi, ui.zoom);
-  tip("the slot's size and type; the value range the colormap spans (min..max of this frame "
-      "with auto range); the zoom (mouse wheel) over the fit-to-panel size. Drag to pan.");
+              app.view.shown_desc.str().c_str(), ui.lo, ui.hi, ui.zoom);
+  tip("the slot's size and type; the value range the colormap spans (with auto range: min..max "
+      "of this frame's finite values, computed on the GPU when it is there); the zoom (mouse "
+      "wheel) over the fit-to-panel size. Drag to pan.");
 
   // The image, zoomed with the wheel and panned by dragging; fit to the panel at zoom 1.
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float fit = std::min(avail.x / float(app.tex_w), avail.y / float(app.tex_h));
+  const float fit = std::min(avail.x / float(tw), avail.y / float(th));
   const float scale = fit * ui.zoom;
-  const ImVec2 size(float(app.tex_w) * scale, float(app.tex_h) * scale);
+  const ImVec2 size(float(tw) * scale, float(th) * scale);
   ImGui::BeginChild("image", avail, false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   if (ui.focus_x >= 0) {  // centre the requested pixel (the diff panel's first bad value)
@@ -214,14 +353,22 @@ void draw_viewport_panel(GuiApp& app) {
   const ImVec2 child_origin = ImGui::GetCursorScreenPos();
   const ImVec2 origin(child_origin.x + ui.pan.x, child_origin.y + ui.pan.y);
   ImGui::SetCursorScreenPos(origin);
-  if (app.tex_float) ImGui::GetWindowDrawList()->AddCallback(use_colormap, &app);
-  ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(app.texture)), size);
-  if (app.tex_float)
-    ImGui::GetWindowDrawList()->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  if (tfloat) dl->AddCallback(use_colormap, &app);
+  ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(tex)), size);
+  if (tfloat) dl->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
+  const ImageDesc& space = app.view.keypoint_space;
+  if (ui.overlay && app.view.keypoints_k > 0 && app.kp_vao && tw == space.width &&
+      th == space.height) {
+    g_overlay = {&app, origin.x, origin.y, scale};
+    dl->AddCallback(draw_keypoints, nullptr);
+    dl->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
+  }
   // An invisible button over the whole panel owns the mouse, so dragging pans the image
   // instead of moving the window.
   ImGui::SetCursorScreenPos(child_origin);
   ImGui::InvisibleButton("canvas", ImVec2(std::max(avail.x, 1.0f), std::max(avail.y, 1.0f)));
+  ui.probe_x = ui.probe_y = -1;
   if (ImGui::IsItemHovered() || ImGui::IsItemActive()) {
     const ImGuiIO& io = ImGui::GetIO();
     if (io.MouseWheel != 0)
@@ -230,12 +377,52 @@ void draw_viewport_panel(GuiApp& app) {
       ui.pan.x += io.MouseDelta.x, ui.pan.y += io.MouseDelta.y;
     const int px = int(std::floor((io.MousePos.x - origin.x) / scale));
     const int py = int(std::floor((io.MousePos.y - origin.y) / scale));
-    const HostImage* same = ref && ref->desc() == app.view.shown.desc() ? ref : nullptr;
-    const std::string text = probe_text(app.view.shown, same, px, py);
+    const ImageDesc& d = app.view.shown_desc;
+    const HostImage* same = ref && ref->desc() == d ? ref : nullptr;
+    std::string text;
+    if (!app.view.shown_on_device) {
+      text = probe_text(app.view.shown, same, px, py);
+    } else if (px >= 0 && py >= 0 && px < d.width && py < d.height) {
+      ui.probe_x = px, ui.probe_y = py;  // the next job reads this pixel back (4 bytes)
+      text = app.view.probe_x == px && app.view.probe_y == py
+                 ? probe_value_text(app.view.probe_value, same, px, py)
+                 : "(" + std::to_string(px) + ", " + std::to_string(py) + ")\nreading...";
+    }
     if (!text.empty()) ImGui::SetTooltip("%s", text.c_str());
   }
   ImGui::EndChild();
   ImGui::End();
+}
+
+void display_result(GuiApp& app, const FrameResult& r) {
+  const auto t0 = std::chrono::steady_clock::now();
+  TextureSlot out{&app.texture, &app.tex_w, &app.tex_h, &app.tex_float};
+  bool done = false;
+  if (r.shown_on_device) {
+    ensure_texture(out, r.shown_desc.width, r.shown_desc.height, true);
+    glBindTexture(GL_TEXTURE_2D, 0);
+    done = app.interop.write_texture(app.texture, app.staging.shown.ref());
+    if (!done) app.ui.message = "CUDA-GL interop stopped (" + app.interop.why() + "): host upload";
+  } else if (r.shown.desc().width > 0) {
+    upload(app, out, r.shown, {r.shown_range.lo, r.shown_range.hi});
+    done = true;
+  }
+  if (r.keypoints_k > 0) {
+    const size_t bytes = size_t(r.keypoints_k) * 3 * sizeof(float);
+    ensure_keypoint_buffer(app, bytes);
+    glBindBuffer(GL_ARRAY_BUFFER, 0);
+    if (r.keypoints_on_device)
+      app.interop.write_buffer(app.kp_vbo, app.staging.keypoints.data(), bytes);
+    else if (r.keypoints.desc().width == r.keypoints_k) {
+      glBindBuffer(GL_ARRAY_BUFFER, app.kp_vbo);
+      glBufferSubData(GL_ARRAY_BUFFER, 0, GLsizeiptr(bytes), r.keypoints.bytes());
+      glBindBuffer(GL_ARRAY_BUFFER, 0);
+    }
+  }
+  if (done)
+    push_history(
+        app.ui.display_ms,
+        std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace lab::ui

@@ -19,6 +19,7 @@ std::string preset_to_json(const PipelineConfig& p) {
     nlohmann::json st{{"op", s.op}, {"math", math_name(s.math)}};
     if (!s.variant.empty()) st["variant"] = s.variant;
     if (s.block) st["block"] = s.block->str();
+    if (!s.enabled) st["enabled"] = false;
     st["params"] = nlohmann::json::object();
     for (const auto& [k, v] : s.params) st["params"][k] = v;
     j["pipeline"].push_back(st);
@@ -41,6 +42,7 @@ PresetLoad preset_from_json(const std::string& text) {
       StageConfig s;
       s.op = st.at("op").get<std::string>();
       if (st.contains("variant")) s.variant = st["variant"].get<std::string>();
+      s.enabled = st.value("enabled", true);
       if (st.contains("block")) {
         const auto b = parse_wxh(st["block"].get<std::string>());
         if (!b) throw Error(ErrorKind::Usage, "bad block in stage " + s.op);

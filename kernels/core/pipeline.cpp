@@ -80,6 +80,7 @@ std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* de
     ResolvedStage r;
     r.op = &op;
     r.math = s.math;
+    r.enabled = s.enabled;
     if (s.variant.empty()) {
       r.variant = op.default_variant();
     } else {

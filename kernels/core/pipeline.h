@@ -18,6 +18,9 @@ struct StageConfig {
   std::optional<Block> block;  // empty: the variant's default block
   MathMode math = MathMode::Precise;
   ParamMap params;
+  // Off: the stage is not launched. Its output passes its input through when their shapes match
+  // (blur off: sobel sees the unblurred image), else it is zero-filled.
+  bool enabled = true;
 };
 
 struct PipelineConfig {
@@ -31,6 +34,7 @@ struct ResolvedStage {
   Block block;
   MathMode math = MathMode::Precise;
   ParamMap params;
+  bool enabled = true;
 
   const VariantDef& variant_def() const { return op->def.variants[variant]; }
   // The slots the chosen variant reads (a fused variant reads other slots than its op); a name

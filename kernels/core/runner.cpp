@@ -125,8 +125,9 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
   std::vector<bool> skip(stages.size(), false);
   for (size_t i = 0; i < stages.size(); ++i) {
     const ResolvedStage& s = stages[i];
+    if (!s.enabled) skip[i] = true;
     // A fused variant does the work of the nearest earlier stage it names.
-    if (!s.variant_def().fuses.empty())
+    if (s.enabled && !s.variant_def().fuses.empty())
       for (size_t j = i; j-- > 0;)
         if (stages[j].op->def.name == s.variant_def().fuses) {
           skip[j] = true;
@@ -189,7 +190,7 @@ void Runner::set_extra_slot(const std::string& name, const ImageDesc& desc) {
 }
 
 std::string Runner::fused_into(size_t i) const {
-  if (!m_skip.at(i)) return "";
+  if (!m_skip.at(i) || !m_stages.at(i).enabled) return "";
   for (size_t k = i + 1; k < m_stages.size(); ++k)
     if (m_stages[k].variant_def().fuses == m_stages[i].op->def.name)
       return m_stages[k].op->def.name + "/" + m_stages[k].variant_def().name;
@@ -249,17 +250,24 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
 void Runner::enqueue_all() {
   for (cudaEvent_t& e : m_graph_ev)
     if (!e) LAB_CUDA_CHECK(cudaEventCreate(&e));
+  // Every stage in order: launched, skipped (a fused variant does its work) or bypassed.
+  auto stages = [this] {
+    for (size_t i = 0; i < m_stages.size(); ++i) {
+      if (!m_stages[i].enabled)
+        bypass(i);
+      else if (!m_skip[i])
+        enqueue_stage(i);
+    }
+  };
   if (!m_use_graph && m_per_launch) {
-    for (size_t i = 0; i < m_stages.size(); ++i)
-      if (!m_skip[i]) enqueue_stage(i);
+    stages();
     return;
   }
   if (!m_use_graph) {  // one event pair around the frame, none per launch
     LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[0], m_stream));
     m_untimed_launches = true;  // (the launches skip their own event records)
     try {
-      for (size_t i = 0; i < m_stages.size(); ++i)
-        if (!m_skip[i]) enqueue_stage(i);
+      stages();
     } catch (...) {
       m_untimed_launches = false;
       throw;
@@ -284,8 +292,7 @@ void Runner::enqueue_all() {
     m_untimed_launches = true;
     LAB_CUDA_CHECK(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeThreadLocal));
     try {
-      for (size_t i = 0; i < m_stages.size(); ++i)
-        if (!m_skip[i]) enqueue_stage(i);
+      stages();
     } catch (...) {
       cudaGraph_t g = nullptr;
       cudaStreamEndCapture(m_stream, &g);
@@ -337,12 +344,40 @@ void Runner::collect() {
   }
 }
 
+// A disabled stage's outputs: its first input passed through when the shapes match, else
+// zeros; in stage order, as copies or memsets on the stream (captured into a graph too).
+void Runner::bypass(size_t i) {
+  const ResolvedStage& s = m_stages.at(i);
+  const auto& outs = s.op->def.outputs;
+  const std::string in = s.inputs().empty() ? "" : slot_name(s.inputs()[0]);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    Slot& o = m_slots.at(outs[k]);
+    const Slot* src =
+        k == 0 && m_slots.count(in) && m_slots.at(in).desc == o.desc ? &m_slots.at(in) : nullptr;
+    if (m_backend == Backend::Cpu) {
+      if (src)
+        o.host = src->host;
+      else
+        std::fill(o.host.bytes(), o.host.bytes() + o.desc.bytes(), uint8_t(0));
+      continue;
+    }
+    if (src)
+      LAB_CUDA_CHECK(cudaMemcpy2DAsync(o.dev.data(), o.dev.pitch(), src->dev.data(),
+                                       src->dev.pitch(), o.desc.row_bytes(), size_t(o.desc.height),
+                                       cudaMemcpyDeviceToDevice, m_stream));
+    else
+      poison(o.dev.ref(), true, m_stream, 0);
+  }
+}
+
 void Runner::run() {
   m_launches.clear();
   if (m_backend == Backend::Cpu) {
     std::fill(m_stage_ms.begin(), m_stage_ms.end(), 0.0);
-    for (size_t i = 0; i < m_stages.size(); ++i)
+    for (size_t i = 0; i < m_stages.size(); ++i) {
+      if (!m_stages[i].enabled) bypass(i);
       if (!m_skip[i]) enqueue_stage(i);
+    }
     return;
   }
   enqueue_all();
@@ -417,6 +452,12 @@ HostImage Runner::read_slot(const std::string& name) const {
   if (it == m_slots.end()) throw Error(ErrorKind::Usage, "no slot named '" + name + "'");
   if (m_backend == Backend::Cuda) return download(it->second.dev.ref(), m_stream);
   return it->second.host;
+}
+
+ImageRef Runner::slot_ref(const std::string& name) const {
+  auto it = m_slots.find(name);
+  if (it == m_slots.end()) throw Error(ErrorKind::Usage, "no slot named '" + name + "'");
+  return it->second.ref();
 }
 
 void Runner::write_slot(const std::string& name, const HostImage& img) {

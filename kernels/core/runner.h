@@ -76,8 +76,9 @@ class Runner {
   // A slot no stage writes, kept across configure() (an optional input such as a second score
   // map for nms); fill it with write_slot(). An empty desc removes it.
   void set_extra_slot(const std::string& name, const ImageDesc& desc);
-  // Stages whose work a later fused variant does: run() skips them.
+  // Stages whose work a later fused variant does, or that are disabled: run() skips them.
   bool skipped(size_t i) const { return m_skip.at(i); }
+  bool disabled(size_t i) const { return !m_stages.at(i).enabled; }
   // Which stage's variant absorbs stage i ("" when none).
   std::string fused_into(size_t i) const;
 
@@ -115,6 +116,8 @@ class Runner {
   double frame_ms() const { return m_frame_ms; }
 
   HostImage read_slot(const std::string& name) const;
+  // Where a slot lives (device memory with the cuda backend); valid until the next configure().
+  ImageRef slot_ref(const std::string& name) const;
   void write_slot(const std::string& name, const HostImage& img);
   // Fills a stage's outputs with 0xFF bytes (NaN floats): unwritten pixels then fail the diff.
   void poison_outputs(size_t stage);
@@ -153,6 +156,7 @@ class Runner {
   StageArgs args_for(const ResolvedStage& cfg) const;
   std::vector<HostImage> read_inputs(const ResolvedStage& cfg) const;
   void enqueue_all();
+  void bypass(size_t i);
   void reset_graph();
   const FuncInfo& func_info(const void* func);
   void fill_occupancy(LaunchRecord& r);

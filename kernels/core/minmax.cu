@@ -1,0 +1,58 @@
+#include "minmax.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "check.h"
+
+namespace lab {
+
+namespace {
+
+// Float bits made monotonic as unsigned integers, so that atomicMin/atomicMax order floats.
+__device__ unsigned ordered(float f) {
+  const unsigned b = __float_as_uint(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+float from_ordered(unsigned o) {
+  const unsigned b = (o & 0x80000000u) ? (o & 0x7FFFFFFFu) : ~o;
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+__global__ void min_max_kernel(ImageView<const float> img, int c, unsigned* lohi) {
+  unsigned lo = 0xFFFFFFFFu, hi = 0;
+  const long long n = (long long)img.width * img.height;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    const float v = img.at(int(i % img.width), int(i / img.width), c);
+    if (isfinite(v)) lo = min(lo, ordered(v)), hi = max(hi, ordered(v));
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+  }
+  if ((threadIdx.x & 31) == 0) atomicMin(&lohi[0], lo), atomicMax(&lohi[1], hi);
+}
+
+}  // namespace
+
+ValueRange device_min_max(const ImageRef& img, int c, cudaStream_t stream) {
+  unsigned* d = nullptr;
+  LAB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&d), 2 * sizeof(unsigned), stream));
+  const unsigned init[2] = {0xFFFFFFFFu, 0};
+  unsigned h[2] = {0, 0};
+  LAB_CUDA_CHECK(cudaMemcpyAsync(d, init, sizeof init, cudaMemcpyHostToDevice, stream));
+  min_max_kernel<<<64, 256, 0, stream>>>(img.view<const float>(), c, d);
+  LAB_CUDA_CHECK(cudaGetLastError());
+  LAB_CUDA_CHECK(cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, stream));
+  LAB_CUDA_CHECK(cudaFreeAsync(d, stream));
+  LAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (h[0] > h[1]) return {0, 1};
+  const float lo = from_ordered(h[0]), hi = from_ordered(h[1]);
+  return lo == hi ? ValueRange{lo, lo + 1} : ValueRange{lo, hi};
+}
+
+}  // namespace lab

@@ -1,0 +1,110 @@
+#include "interop.h"
+
+// epoxy first: it provides the GL declarations cuda_gl_interop.h expects.
+#include <epoxy/gl.h>
+// clang-format off
+#include <cuda_gl_interop.h>
+// clang-format on
+
+#include <chrono>
+
+namespace lab::ui {
+
+GlInterop::~GlInterop() {
+  reset();
+}
+
+void GlInterop::reset() {
+  if (m_tex_res) cudaGraphicsUnregisterResource(m_tex_res);
+  if (m_buf_res) cudaGraphicsUnregisterResource(m_buf_res);
+  if (m_stream) cudaStreamDestroy(m_stream);
+  m_tex_res = m_buf_res = nullptr;
+  m_stream = nullptr;
+  m_available = false;
+}
+
+void GlInterop::init(bool cuda_backend) {
+  if (!cuda_backend) {
+    m_why = "CPU mode: no CUDA device";
+    return;
+  }
+  unsigned count = 0;
+  int devices[4];
+  const cudaError_t e = cudaGLGetDevices(&count, devices, 4, cudaGLDeviceListAll);
+  if (e != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    const char* vendor = reinterpret_cast<const char*>(glGetString(GL_VENDOR));
+    m_why = std::string("the OpenGL context (") + (vendor ? vendor : "?") +
+            ") is not on the CUDA device";
+    return;
+  }
+  if (cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking) != cudaSuccess) {
+    cudaGetLastError();
+    m_why = "no CUDA stream";
+    return;
+  }
+  m_available = true;
+  m_why.clear();
+}
+
+bool GlInterop::fail(const std::string& what, int code) {
+  cudaGetLastError();
+  m_available = false;
+  m_why = what + ": " + cudaGetErrorString(cudaError_t(code));
+  return false;
+}
+
+bool GlInterop::write_texture(unsigned tex, const ImageRef& src) {
+  if (!m_available) return false;
+  const auto t0 = std::chrono::steady_clock::now();
+  const ImageDesc& d = src.desc;
+  if (!m_tex_res || tex != m_tex || d.width != m_tex_w || d.height != m_tex_h) {
+    if (m_tex_res) cudaGraphicsUnregisterResource(m_tex_res), m_tex_res = nullptr;
+    const cudaError_t e = cudaGraphicsGLRegisterImage(&m_tex_res, tex, GL_TEXTURE_2D,
+                                                      cudaGraphicsRegisterFlagsWriteDiscard);
+    if (e != cudaSuccess) return fail("registering the viewport texture", e);
+    m_tex = tex, m_tex_w = d.width, m_tex_h = d.height;
+  }
+  cudaError_t e = cudaGraphicsMapResources(1, &m_tex_res, m_stream);
+  if (e != cudaSuccess) return fail("mapping the viewport texture", e);
+  cudaArray_t array = nullptr;
+  e = cudaGraphicsSubResourceGetMappedArray(&array, m_tex_res, 0, 0);
+  if (e == cudaSuccess)
+    e = cudaMemcpy2DToArrayAsync(array, 0, 0, src.data, src.pitch, d.row_bytes(), size_t(d.height),
+                                 cudaMemcpyDeviceToDevice, m_stream);
+  const cudaError_t u = cudaGraphicsUnmapResources(1, &m_tex_res, m_stream);
+  if (e != cudaSuccess) return fail("copying into the viewport texture", e);
+  if (u != cudaSuccess) return fail("unmapping the viewport texture", u);
+  if ((e = cudaStreamSynchronize(m_stream)) != cudaSuccess) return fail("interop copy", e);
+  m_last_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+bool GlInterop::write_buffer(unsigned vbo, const void* src, size_t bytes) {
+  if (!m_available) return false;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!m_buf_res || vbo != m_buf || bytes > m_buf_bytes) {
+    if (m_buf_res) cudaGraphicsUnregisterResource(m_buf_res), m_buf_res = nullptr;
+    const cudaError_t e =
+        cudaGraphicsGLRegisterBuffer(&m_buf_res, vbo, cudaGraphicsRegisterFlagsWriteDiscard);
+    if (e != cudaSuccess) return fail("registering the keypoint buffer", e);
+    m_buf = vbo, m_buf_bytes = bytes;
+  }
+  cudaError_t e = cudaGraphicsMapResources(1, &m_buf_res, m_stream);
+  if (e != cudaSuccess) return fail("mapping the keypoint buffer", e);
+  void* dst = nullptr;
+  size_t size = 0;
+  e = cudaGraphicsResourceGetMappedPointer(&dst, &size, m_buf_res);
+  if (e == cudaSuccess && size < bytes) e = cudaErrorInvalidValue;
+  if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, m_stream);
+  const cudaError_t u = cudaGraphicsUnmapResources(1, &m_buf_res, m_stream);
+  if (e != cudaSuccess) return fail("copying into the keypoint buffer", e);
+  if (u != cudaSuccess) return fail("unmapping the keypoint buffer", u);
+  if ((e = cudaStreamSynchronize(m_stream)) != cudaSuccess) return fail("interop copy", e);
+  m_last_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+}  // namespace lab::ui
