@@ -134,6 +134,12 @@ int run_cli(int argc, char** argv) {
   gui->add_option("--window", gui_window, "window or framebuffer size WxH")->capture_default_str();
   gui->add_flag("--graph", gui_c.graph, "start with the pipeline replayed as one CUDA graph");
   gui->add_flag("--no-keypoints", gui_o.hide_keypoints, "start with the keypoint overlay off");
+  gui->add_flag("--free-run", gui_o.free_run,
+                "with --frames: draw without waiting for the engine, as an interactive session "
+                "does (measures the UI's own frame rate)");
+  gui->add_option("--dump-texture", gui_o.dump_texture,
+                  "after the last frame, write the viewport's output texture (as OpenGL holds "
+                  "it) to this .npy: checks what interop wrote");
 #endif
 
   try {

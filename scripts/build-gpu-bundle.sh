@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Builds a self-contained bundle for a headless GPU server (the H200 test host: sm_90, no
 # OpenCV, no X): bundle/bin (kernel-lab, lab_tests), bundle/data (the test images), and
-# bundle/run-gpu-proof.sh. Build here, carry `bundle`, run there.
+# bundle/gpu-proof.sh. With the GUI (LAB_BUNDLE_GUI=0 leaves it out), bundle/lib holds the
+# shared libraries the host lacks (Dear ImGui, GLFW, libepoxy, stb); carry `.gl` too (the GL
+# loader packages, shared/GPU.md). Build here, carry `bundle` and `.gl`, run there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${LAB_BUNDLE_ARCH:-90}
-cmake --preset gpu-server -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
+gui=$([ "${LAB_BUNDLE_GUI:-1}" = 0 ] && echo OFF || echo ON)
+cmake --preset gpu-server -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLAB_WITH_GUI="$gui" >/dev/null
 cmake --build --preset gpu-server
-rm -rf bundle && mkdir -p bundle/bin bundle/data
+rm -rf bundle && mkdir -p bundle/bin bundle/data bundle/lib
 cp build-gpu/kernel-lab build-gpu/tests/lab_tests bundle/bin/
 cp ../shared/data/*.png ../shared/data/*.jpg bundle/data/
 cp scripts/gpu-proof.sh scripts/torch_pipeline.py bundle/
+# The libraries a stock Ubuntu host lacks: the GUI stack from Debian's packages.
+ldd bundle/bin/kernel-lab bundle/bin/lab_tests | awk '/=> \//{print $3}' | sort -u |
+  grep -E 'libimgui|libglfw|libepoxy|libstb' | xargs -r -I{} cp -L {} bundle/lib/
 echo "bundle: $(du -sh bundle | cut -f1)"; ldd bundle/bin/kernel-lab | grep -v -E "linux-vdso|ld-linux" || true

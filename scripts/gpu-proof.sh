@@ -9,6 +9,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
 mkdir -p "$out"
 export LAB_DATA_DIR=$here/data LAB_CLI=$here/bin/kernel-lab
+# The GUI's libraries (bundle/lib) and the GL loader packages carried in .gl (shared/GPU.md).
+export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if ls "$here"/../.gl/*.deb >/dev/null 2>&1; then
+  for f in "$here"/../.gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+  for v in /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
+    [ -f "$v" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$v && break
+  done
+fi
 lab=$here/bin/kernel-lab
 san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
@@ -19,6 +28,11 @@ step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
   step "$lab" check
   step "$lab" check --input "$here/data/chessboard.png" --size 3840x2160
 } 2>&1 | tee "$out/tests.log"
+{  # the GUI headless on the GPU (EGL + interop): a screenshot, and the whole-frame timings
+  step "$lab" gui --headless --frames 300 --window 1600x900 --input synthetic:1920x1080@1000 --screenshot "$out/gui-gpu.png"
+  step "$lab" gui --headless --frames 300 --window 1600x900 --graph --input synthetic:1920x1080@1000
+  step "$lab" gui --headless --frames 300 --window 1600x900 --input "$here/data/box_in_scene.png"
+} 2>&1 | tee "$out/gui.log"
 {
   inputs=("synthetic:640x480 --size 320x184" "synthetic:1x1 --size 1x1" "synthetic:17x13 --size 17x13"
           "$here/data/brick.png --size 257x131" "$here/data/chessboard.png --size 333x211")

@@ -12,9 +12,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "app/io/image_source.h"
+#include "app/io/npy.h"
+#include "app_state.h"
 #include "colormap.h"
 #include "presets.h"
 #include "probe.h"
+#include "runner.h"
 #include "support.h"
 
 using namespace lab;
@@ -70,9 +74,79 @@ Shot screenshot(const std::string& prefix, const std::string& args) {
   return s;
 }
 
+// The GUI headless on a still image: the texture it displays (read back from OpenGL) against the
+// same slot computed by a runner of its own and downloaded through CUDA (or, CPU mode, the
+// reference). Returns the GUI's stdout.
+std::string texture_matches_slot(lab::Backend backend) {
+  const fs::path dir = fs::temp_directory_path() / ("lab_tex_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string image = data_path("box_in_scene.png");
+  const char* env = std::getenv("LAB_CLI");
+  const std::string cmd = "XDG_STATE_HOME=" + dir.string() + " XDG_CONFIG_HOME=" + dir.string() +
+                          " " + (env && *env ? env : LAB_CLI_PATH) +
+                          " gui --headless --frames 5 --window 1280x800 --device " +
+                          (backend == lab::Backend::Cuda ? "cuda" : "cpu") + " --input " + image +
+                          " --dump-texture " + (dir / "t.npy").string() + " --screenshot " +
+                          (dir / "s.png").string() + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  INFO(out);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const HostImage tex = io::read_npy((dir / "t.npy").string());
+  const HostImage in = io::load_image(image);
+  Runner r(backend);
+  r.configure(default_pipeline(), in.desc());
+  r.set_input(in);
+  r.run();
+  const HostImage slot = r.read_slot("letterbox");  // the viewport's default slot
+  REQUIRE(tex.desc() == slot.desc());
+  CHECK(std::memcmp(tex.bytes(), slot.bytes(), slot.desc().bytes()) == 0);
+  fs::remove_all(dir);
+  return out;
+}
+
 }  // namespace
 
+TEST_SUITE("gpu") {
+  LAB_GPU_CASE("gui engine job: the occupancy sweep times every allowed block of a stage") {
+    Runner r(Backend::Cuda);
+    ui::JobInput first;
+    first.frame = io::synthetic_frame(640, 480);
+    first.pipeline = default_pipeline();
+    REQUIRE(ui::run_job(r, std::move(first)).ran);
+    ui::JobInput in;
+    in.sweep_stage = 1;  // blur
+    const ui::FrameResult res = ui::run_job(r, std::move(in));
+    INFO(res.error);
+    REQUIRE(res.ran);
+    CHECK(res.sweep_stage == 1);
+    const VariantDef& vd = r.stages()[1].variant_def();
+    CHECK(res.sweep.size() == vd.blocks.size());
+    for (const ui::SweepPoint& p : res.sweep) {
+      CHECK(p.us > 0);
+      CHECK(p.occupancy > 0);
+    }
+  }
+
+  LAB_GPU_CASE("gui on the GPU: CUDA-GL interop writes exactly the slot CUDA computes") {
+    const std::string out = texture_matches_slot(Backend::Cuda);
+    MESSAGE(out);
+    CHECK(out.find("CUDA-GL interop") != std::string::npos);
+  }
+}
+
 TEST_SUITE("cpu") {
+  TEST_CASE("gui, CPU mode: the displayed texture holds exactly the reference's slot") {
+    const std::string out = texture_matches_slot(Backend::Cpu);
+    CHECK(out.find("host upload") != std::string::npos);
+  }
+
   TEST_CASE("colormap: ranges, clamping, NaN, 8-bit passthrough") {
     const HostImage r = ramp(5, 2);  // values -2 .. 2
     const ui::Range a = ui::auto_range(r.ref());

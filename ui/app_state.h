@@ -37,6 +37,13 @@ struct Staging {
   DeviceImage keypoints;
 };
 
+// One block shape of the occupancy sweep: the stage timed with it.
+struct SweepPoint {
+  Block block;
+  double us = 0;         // median GPU time of the stage, queued behind a GPU-side delay
+  double occupancy = 0;  // theoretical, this GPU (first launch of the stage)
+};
+
 // What one engine job hands the UI: everything the panels show of a frame. Jobs run on a worker
 // thread, so the UI keeps drawing while the kernels (or, without a GPU, the CPU references)
 // run; panels read only this copy, never the runner.
@@ -62,6 +69,9 @@ struct FrameResult {
   int probe_x = -1, probe_y = -1;
   float probe_value = 0;  // the shown slot's value at the probe (GPU: read back, 4 bytes)
   double upload_ms = 0;   // the input frame to the device (host wall clock)
+  double job_ms = 0;      // the whole engine job on the worker thread (host wall clock)
+  int sweep_stage = -1;
+  std::vector<SweepPoint> sweep;
   bool compared = false;
   std::vector<StageDiff> diff;
   std::string error;
@@ -76,6 +86,7 @@ struct JobInput {
   std::optional<bool> graph;   // switch CUDA-graph mode
   Staging* staging = nullptr;  // device copies for interop; null: host copies
   int probe_x = -1, probe_y = -1;
+  int sweep_stage = -1;  // time this stage with every allowed block of its variant
 };
 
 struct UiState {
@@ -93,7 +104,7 @@ struct UiState {
   std::map<std::string, std::vector<float>> launch_us;  // by "stage/kernel"
   std::vector<float> frame_ms;                          // whole frame, wall clock
   std::vector<float> pipeline_ms;                       // GPU (or CPU reference) time
-  std::vector<float> upload_ms, display_ms;             // input upload; viewport update
+  std::vector<float> upload_ms, display_ms, job_ms;     // input upload; viewport update; job
   bool overlay = true;                                  // draw the keypoints
   int probe_x = -1, probe_y = -1;                       // the pixel under the cursor
   std::string message;                                  // the banner: errors, warnings
@@ -101,7 +112,10 @@ struct UiState {
   std::vector<StageDiff> diff;  // the last "compare now"
   int compare_every = 0;        // 0: only on request
   bool compare_requested = false;
-  int occupancy_launch = 0;        // the launch whose occupancy curve is drawn
+  int occupancy_launch = 0;  // the launch whose occupancy curve is drawn
+  int sweep_requested = -1;  // a stage to sweep in the next job
+  int sweep_stage = -1;      // the stage the last sweep timed
+  std::vector<SweepPoint> sweep;
   int focus_x = -1, focus_y = -1;  // a pixel to centre in the viewport (diff panel's jump)
   char input_edit[512] = {};       // the source field of the pipeline panel
 };

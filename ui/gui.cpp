@@ -21,8 +21,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "app/io/npy.h"
 #include "app_state.h"
 #include "presets.h"
+#include "stats.h"
 
 namespace lab::ui {
 
@@ -134,6 +136,8 @@ void engine_frame(GuiApp& app, bool wait) {
     if (r.ran) {
       display_result(app, r);
       push_history(app.ui.upload_ms, float(r.upload_ms));
+      push_history(app.ui.job_ms, float(r.job_ms));
+      if (r.sweep_stage >= 0) app.ui.sweep_stage = r.sweep_stage, app.ui.sweep = r.sweep;
       app.view = std::move(r);  // a job that failed leaves the last good frame on screen
     }
   }
@@ -156,6 +160,8 @@ void engine_frame(GuiApp& app, bool wait) {
     app.ui.graph_dirty = false;
   }
   if (app.interop.available()) in.staging = &app.staging;
+  in.sweep_stage = app.ui.sweep_requested;
+  app.ui.sweep_requested = -1;
   in.probe_x = app.ui.probe_x, in.probe_y = app.ui.probe_y;
   const bool every = app.ui.compare_every > 0 && app.frames > 0 &&
                      app.frames % uint64_t(app.ui.compare_every) == 0;
@@ -218,6 +224,7 @@ void init_imgui(float scale, bool persist_layout) {
 
 FrameResult run_job(Runner& r, JobInput in) {
   FrameResult out;
+  const auto job_start = std::chrono::steady_clock::now();
   try {
     const auto slots = r.slots();
     const PipelineConfig* want = in.pipeline ? &*in.pipeline : nullptr;
@@ -285,7 +292,7 @@ FrameResult run_job(Runner& r, JobInput in) {
     }
     if (out.keypoints_k > 0) {
       const ImageRef kp = r.slot_ref("keypoints");
-      if (device) {
+      if (out.shown_on_device) {  // written together with the texture (one map / unmap)
         Staging& st = *in.staging;
         if (st.keypoints.desc() != kp.desc) st.keypoints = DeviceImage(kp.desc);
         LAB_CUDA_CHECK(cudaMemcpyAsync(st.keypoints.data(), kp.data, kp.desc.row_bytes(),
@@ -298,6 +305,32 @@ FrameResult run_job(Runner& r, JobInput in) {
         for (int i = 0; i < v.width; ++i)
           out.keypoint_max = std::max(out.keypoint_max, v.at(i, 0, 2));
       }
+    }
+    if (in.sweep_stage >= 0 && size_t(in.sweep_stage) < r.stages().size() &&
+        r.backend() == Backend::Cuda && !r.skipped(size_t(in.sweep_stage))) {
+      const size_t i = size_t(in.sweep_stage);
+      const ResolvedStage base = r.stages()[i];
+      for (const Block& b : base.variant_def().blocks) {
+        if (!block_refusal(base.variant_def(), b, &device_info()).empty()) continue;
+        ResolvedStage cfg = base;
+        cfg.block = b;
+        try {
+          for (int w = 0; w < 3; ++w) r.run_stage(i, &cfg);
+          std::vector<double> us;
+          for (int k = 0; k < 15; ++k) {
+            r.run_queued(200, i, &cfg);  // behind a GPU-side delay: kernel time, not latency
+            us.push_back(1e3 * r.stage_ms()[i]);
+          }
+          SweepPoint pt{b, median(us), 0};
+          if (!r.launches().empty() && r.launches()[0].func)
+            pt.occupancy = r.launches()[0].est.occupancy;
+          out.sweep.push_back(pt);
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::Usage) throw;  // refused at launch: not a point
+        }
+      }
+      out.sweep_stage = in.sweep_stage;
+      r.run_stage(i);  // the configured block's output again
     }
     if (in.compare) {
       for (size_t i = 0; i < r.stages().size(); ++i) {
@@ -312,6 +345,9 @@ FrameResult run_job(Runner& r, JobInput in) {
       }
       out.compared = true;
     }
+    out.job_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job_start)
+            .count();
   } catch (const CudaError& e) {
     out.error = e.what();
     out.gpu_lost = e.sticky();
@@ -388,8 +424,9 @@ int run_gui(const GuiOptions& opt) {
                 "): the slot is sent with glTexSubImage2D (float planes as R32F, colormapped by "
                 "a GLSL shader), the keypoints with glBufferSubData";
 
+  uint64_t ui_frames = 0;
   try {
-    for (int frame = 0; opt.frames == 0 || frame < opt.frames; ++frame) {
+    for (int frame = 0; opt.frames == 0 || frame < opt.frames; ++frame, ++ui_frames) {
       const auto t0 = std::chrono::steady_clock::now();
       if (window) {
         glfwPollEvents();
@@ -400,7 +437,7 @@ int run_gui(const GuiOptions& opt) {
       // Scripted runs (--frames, headless or not) are reproducible: each frame waits for its
       // engine job, and the first waits (a bounded time) for the source's first frame.
       // Interactive runs never wait: the UI draws the last result while the next one runs.
-      const bool scripted = opt.headless || opt.frames > 0;
+      const bool scripted = (opt.headless || opt.frames > 0) && !opt.free_run;
       if (scripted && frame == 0) {
         for (int i = 0; i < 250 && app.capture->stats().captured == 0; ++i)
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -426,6 +463,27 @@ int run_gui(const GuiOptions& opt) {
     if (window) ImGui_ImplGlfw_Shutdown(), glfwDestroyWindow(window), glfwTerminate();
     ImGui::DestroyContext();
     throw;
+  }
+  if (opt.frames > 0) {  // a scripted run reports its timings (medians over the last 240)
+    auto med = [](const std::vector<float>& h) {
+      return median(std::vector<double>(h.begin(), h.end()));
+    };
+    std::printf(
+        "gui: %llu frames, %llu results; frame %.3f ms (%.0f fps); engine job %.3f ms (pipeline "
+        "%.3f ms%s, upload %.3f ms); display %.3f ms (%s)\n",
+        (unsigned long long)ui_frames, (unsigned long long)app.frames, med(app.ui.frame_ms),
+        med(app.ui.frame_ms) > 0 ? 1000.0 / med(app.ui.frame_ms) : 0.0, med(app.ui.job_ms),
+        med(app.ui.pipeline_ms), app.view.graph ? " GPU, CUDA graph" : "", med(app.ui.upload_ms),
+        med(app.ui.display_ms), app.interop.available() ? "CUDA-GL interop" : "host upload");
+  }
+  if (!opt.dump_texture.empty()) {
+    if (!app.texture || !app.tex_float)
+      throw Error(ErrorKind::Data, "--dump-texture: the viewport shows no float plane");
+    HostImage t(ImageDesc{app.tex_w, app.tex_h, 1, PixelType::F32});
+    glBindTexture(GL_TEXTURE_2D, app.texture);
+    glPixelStorei(GL_PACK_ALIGNMENT, 4);
+    glGetTexImage(GL_TEXTURE_2D, 0, GL_RED, GL_FLOAT, t.bytes());
+    io::write_npy(opt.dump_texture, t);
   }
   app.interop.reset();  // unregistered before the GL objects go
   for (unsigned t : {app.texture, app.ref_texture})

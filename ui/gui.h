@@ -20,6 +20,8 @@ struct GuiOptions {
   int width = 1600, height = 900;
   bool graph = false;  // start with the pipeline replayed as a CUDA graph
   bool hide_keypoints = false;
+  bool free_run = false;     // with frames: do not wait for engine jobs (interactive pacing)
+  std::string dump_texture;  // write the output texture's texels here as .npy (tests)
 };
 
 // Returns a process exit code; throws Error for what the CLI maps to sysexits (no display,

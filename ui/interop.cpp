@@ -54,55 +54,54 @@ bool GlInterop::fail(const std::string& what, int code) {
   return false;
 }
 
-bool GlInterop::write_texture(unsigned tex, const ImageRef& src) {
-  if (!m_available) return false;
-  const auto t0 = std::chrono::steady_clock::now();
-  const ImageDesc& d = src.desc;
-  if (!m_tex_res || tex != m_tex || d.width != m_tex_w || d.height != m_tex_h) {
-    if (m_tex_res) cudaGraphicsUnregisterResource(m_tex_res), m_tex_res = nullptr;
-    const cudaError_t e = cudaGraphicsGLRegisterImage(&m_tex_res, tex, GL_TEXTURE_2D,
-                                                      cudaGraphicsRegisterFlagsWriteDiscard);
-    if (e != cudaSuccess) return fail("registering the viewport texture", e);
-    m_tex = tex, m_tex_w = d.width, m_tex_h = d.height;
-  }
-  cudaError_t e = cudaGraphicsMapResources(1, &m_tex_res, m_stream);
-  if (e != cudaSuccess) return fail("mapping the viewport texture", e);
-  cudaArray_t array = nullptr;
-  e = cudaGraphicsSubResourceGetMappedArray(&array, m_tex_res, 0, 0);
-  if (e == cudaSuccess)
-    e = cudaMemcpy2DToArrayAsync(array, 0, 0, src.data, src.pitch, d.row_bytes(), size_t(d.height),
-                                 cudaMemcpyDeviceToDevice, m_stream);
-  const cudaError_t u = cudaGraphicsUnmapResources(1, &m_tex_res, m_stream);
-  if (e != cudaSuccess) return fail("copying into the viewport texture", e);
-  if (u != cudaSuccess) return fail("unmapping the viewport texture", u);
-  if ((e = cudaStreamSynchronize(m_stream)) != cudaSuccess) return fail("interop copy", e);
-  m_last_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+bool GlInterop::register_texture(unsigned tex, const ImageDesc& d) {
+  if (m_tex_res && tex == m_tex && d.width == m_tex_w && d.height == m_tex_h) return true;
+  if (m_tex_res) cudaGraphicsUnregisterResource(m_tex_res), m_tex_res = nullptr;
+  const cudaError_t e = cudaGraphicsGLRegisterImage(&m_tex_res, tex, GL_TEXTURE_2D,
+                                                    cudaGraphicsRegisterFlagsWriteDiscard);
+  if (e != cudaSuccess) return fail("registering the viewport texture", e);
+  m_tex = tex, m_tex_w = d.width, m_tex_h = d.height;
   return true;
 }
 
-bool GlInterop::write_buffer(unsigned vbo, const void* src, size_t bytes) {
+bool GlInterop::register_buffer(unsigned vbo, size_t bytes) {
+  if (m_buf_res && vbo == m_buf && bytes <= m_buf_bytes) return true;
+  if (m_buf_res) cudaGraphicsUnregisterResource(m_buf_res), m_buf_res = nullptr;
+  const cudaError_t e =
+      cudaGraphicsGLRegisterBuffer(&m_buf_res, vbo, cudaGraphicsRegisterFlagsWriteDiscard);
+  if (e != cudaSuccess) return fail("registering the keypoint buffer", e);
+  m_buf = vbo, m_buf_bytes = bytes;
+  return true;
+}
+
+bool GlInterop::write(unsigned tex, const ImageRef& src, unsigned vbo, const void* buf_src,
+                      size_t bytes) {
   if (!m_available) return false;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!m_buf_res || vbo != m_buf || bytes > m_buf_bytes) {
-    if (m_buf_res) cudaGraphicsUnregisterResource(m_buf_res), m_buf_res = nullptr;
-    const cudaError_t e =
-        cudaGraphicsGLRegisterBuffer(&m_buf_res, vbo, cudaGraphicsRegisterFlagsWriteDiscard);
-    if (e != cudaSuccess) return fail("registering the keypoint buffer", e);
-    m_buf = vbo, m_buf_bytes = bytes;
+  if (!register_texture(tex, src.desc)) return false;
+  if (vbo && !register_buffer(vbo, bytes)) return false;
+  cudaGraphicsResource* res[2] = {m_tex_res, m_buf_res};
+  const int n = vbo ? 2 : 1;
+  cudaError_t e = cudaGraphicsMapResources(n, res, m_stream);
+  if (e != cudaSuccess) return fail("mapping the viewport texture and keypoint buffer", e);
+  cudaArray_t array = nullptr;
+  e = cudaGraphicsSubResourceGetMappedArray(&array, m_tex_res, 0, 0);
+  if (e == cudaSuccess)
+    e = cudaMemcpy2DToArrayAsync(array, 0, 0, src.data, src.pitch, src.desc.row_bytes(),
+                                 size_t(src.desc.height), cudaMemcpyDeviceToDevice, m_stream);
+  if (e == cudaSuccess && vbo) {
+    void* dst = nullptr;
+    size_t size = 0;
+    e = cudaGraphicsResourceGetMappedPointer(&dst, &size, m_buf_res);
+    if (e == cudaSuccess && size < bytes) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(dst, buf_src, bytes, cudaMemcpyDeviceToDevice, m_stream);
   }
-  cudaError_t e = cudaGraphicsMapResources(1, &m_buf_res, m_stream);
-  if (e != cudaSuccess) return fail("mapping the keypoint buffer", e);
-  void* dst = nullptr;
-  size_t size = 0;
-  e = cudaGraphicsResourceGetMappedPointer(&dst, &size, m_buf_res);
-  if (e == cudaSuccess && size < bytes) e = cudaErrorInvalidValue;
-  if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, m_stream);
-  const cudaError_t u = cudaGraphicsUnmapResources(1, &m_buf_res, m_stream);
-  if (e != cudaSuccess) return fail("copying into the keypoint buffer", e);
-  if (u != cudaSuccess) return fail("unmapping the keypoint buffer", u);
+  const cudaError_t u = cudaGraphicsUnmapResources(n, res, m_stream);
+  if (e != cudaSuccess) return fail("copying into the viewport texture or keypoint buffer", e);
+  if (u != cudaSuccess) return fail("unmapping", u);
   if ((e = cudaStreamSynchronize(m_stream)) != cudaSuccess) return fail("interop copy", e);
-  m_last_ms +=
+  m_last_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return true;
 }

@@ -28,16 +28,18 @@ class GlInterop {
   bool available() const { return m_available; }
   const std::string& why() const { return m_why; }
 
-  // Copies a device float plane into the R32F texture `tex` of the same size. Returns false
-  // (and turns interop off, with the reason) if CUDA refuses the texture.
-  bool write_texture(unsigned tex, const ImageRef& src);
-  // Copies `bytes` from device memory into the GL buffer `vbo` (at least that large).
-  bool write_buffer(unsigned vbo, const void* src, size_t bytes);
+  // Copies a device float plane into the R32F texture `tex` of the same size and, when `vbo` is
+  // non-zero, `bytes` of device memory into that GL buffer: both resources mapped and unmapped
+  // together (each map/unmap pair synchronises with GL, so one pair, not two). Returns false
+  // (and turns interop off, with the reason) if CUDA refuses them.
+  bool write(unsigned tex, const ImageRef& src, unsigned vbo, const void* buf_src, size_t bytes);
   // Milliseconds the last write took, map to unmap and its copy done (host wall clock).
   double last_ms() const { return m_last_ms; }
 
  private:
   bool fail(const std::string& what, int code);
+  bool register_texture(unsigned tex, const ImageDesc& d);
+  bool register_buffer(unsigned vbo, size_t bytes);
 
   bool m_available = false;
   std::string m_why = "not initialised";

@@ -86,6 +86,12 @@ void draw_occupancy_panel(GuiApp& app) {
     ImGui::End();
     return;
   }
+  ImGui::SameLine();
+  if (ImGui::Button("sweep blocks")) app.ui.sweep_requested = int(sel.stage);
+  tip("time this launch's stage with every block shape its variant allows (median of 15 runs "
+      "each, queued behind a GPU-side delay so the events time the kernels); the times are "
+      "drawn over the curves as orange points, higher = slower");
+  const bool swept = app.ui.sweep_stage == int(sel.stage) && !app.ui.sweep.empty();
   const size_t smem = sel.attrs.static_smem + sel.dyn_smem;
   const DeviceInfo& d = device_info();
   for (const ArchLimits* arch : {arch_limits(d.major, d.minor), arch_limits(8, 7)}) {
@@ -95,8 +101,44 @@ void draw_occupancy_panel(GuiApp& app) {
         std::string(arch->name) + " (now " + std::to_string(sel.threads()) + " threads)";
     ImGui::PlotLines(label.c_str(), curve.data(), int(curve.size()), 0, nullptr, 0.0f, 1.0f,
                      ImVec2(std::max(60.0f, ImGui::GetContentRegionAvail().x - 180), 50));
+    if (swept && arch == arch_limits(d.major, d.minor)) {
+      // The measured times over this GPU's curve: x by threads per block as the curve, y from
+      // the fastest (bottom) to the slowest (top) shape.
+      const ImVec2 lo = ImGui::GetItemRectMin(), hi = ImGui::GetItemRectMax();
+      const float plot_w = ImGui::CalcItemWidth() > 0 ? hi.x - lo.x : hi.x - lo.x;
+      double tmin = 1e30, tmax = 0;
+      for (const SweepPoint& p : app.ui.sweep)
+        tmin = std::min(tmin, p.us), tmax = std::max(tmax, p.us);
+      ImDrawList* dl = ImGui::GetWindowDrawList();
+      for (const SweepPoint& p : app.ui.sweep) {
+        const float fx = float(p.block.threads() / 32 - 1) / 31.0f;
+        const float fy = tmax > tmin ? float((p.us - tmin) / (tmax - tmin)) : 0.5f;
+        dl->AddCircleFilled(ImVec2(lo.x + 4 + fx * (plot_w - 8), hi.y - 4 - fy * (hi.y - lo.y - 8)),
+                            3.5f, IM_COL32(255, 150, 30, 255));
+      }
+    }
     tip("x: 32, 64, ... 1024 threads per block; y: theoretical occupancy 0..100%; 0 where the "
         "block cannot launch");
+  }
+  if (swept &&
+      ImGui::BeginTable("sweep", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableSetupColumn("block");
+    ImGui::TableSetupColumn("stage us");
+    ImGui::TableSetupColumn("occupancy");
+    ImGui::TableHeadersRow();
+    for (const SweepPoint& p : app.ui.sweep) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(p.block.str().c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", p.us);
+      tip("the stage's GPU time with this block: median of 15 runs, each between CUDA events, "
+          "queued behind a GPU-side delay");
+      ImGui::TableNextColumn();
+      ImGui::Text("%.0f%%", 100 * p.occupancy);
+      tip("theoretical occupancy of the stage's first launch with this block (our calculator)");
+    }
+    ImGui::EndTable();
   }
   ImGui::End();
 }

@@ -37,6 +37,10 @@ void draw_timings_panel(GuiApp& app) {
             "measured inside a graph"
           : "sum of every launch's GPU time (an event pair around each), median and 95th "
             "percentile of the last 240 frames");
+  ImGui::Text("engine job %.3f ms", median_of(ui.job_ms));
+  tip("the whole engine job on its worker thread (host wall clock): take the input, launch the "
+      "pipeline and wait for it, copy the shown slot and keypoints for display, read back the "
+      "colormap range; median of the last 240 frames");
   ImGui::Text("upload %.3f ms, display %.3f ms", median_of(ui.upload_ms), median_of(ui.display_ms));
   tip(gpu ? "upload: the input frame from the host to the device (cudaMemcpy2D, host wall clock "
             "including the copy). display: writing the shown slot and the keypoints into their "

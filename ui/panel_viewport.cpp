@@ -397,27 +397,27 @@ void draw_viewport_panel(GuiApp& app) {
 void display_result(GuiApp& app, const FrameResult& r) {
   const auto t0 = std::chrono::steady_clock::now();
   TextureSlot out{&app.texture, &app.tex_w, &app.tex_h, &app.tex_float};
+  const size_t kp_bytes = size_t(r.keypoints_k) * 3 * sizeof(float);
+  if (r.keypoints_k > 0) {
+    ensure_keypoint_buffer(app, kp_bytes);
+    glBindBuffer(GL_ARRAY_BUFFER, 0);
+  }
   bool done = false;
   if (r.shown_on_device) {
     ensure_texture(out, r.shown_desc.width, r.shown_desc.height, true);
     glBindTexture(GL_TEXTURE_2D, 0);
-    done = app.interop.write_texture(app.texture, app.staging.shown.ref());
+    const bool kp = r.keypoints_on_device && r.keypoints_k > 0;
+    done = app.interop.write(app.texture, app.staging.shown.ref(), kp ? app.kp_vbo : 0,
+                             kp ? app.staging.keypoints.data() : nullptr, kp_bytes);
     if (!done) app.ui.message = "CUDA-GL interop stopped (" + app.interop.why() + "): host upload";
   } else if (r.shown.desc().width > 0) {
     upload(app, out, r.shown, {r.shown_range.lo, r.shown_range.hi});
     done = true;
   }
-  if (r.keypoints_k > 0) {
-    const size_t bytes = size_t(r.keypoints_k) * 3 * sizeof(float);
-    ensure_keypoint_buffer(app, bytes);
+  if (r.keypoints_k > 0 && !r.keypoints_on_device && r.keypoints.desc().width == r.keypoints_k) {
+    glBindBuffer(GL_ARRAY_BUFFER, app.kp_vbo);
+    glBufferSubData(GL_ARRAY_BUFFER, 0, GLsizeiptr(kp_bytes), r.keypoints.bytes());
     glBindBuffer(GL_ARRAY_BUFFER, 0);
-    if (r.keypoints_on_device)
-      app.interop.write_buffer(app.kp_vbo, app.staging.keypoints.data(), bytes);
-    else if (r.keypoints.desc().width == r.keypoints_k) {
-      glBindBuffer(GL_ARRAY_BUFFER, app.kp_vbo);
-      glBufferSubData(GL_ARRAY_BUFFER, 0, GLsizeiptr(bytes), r.keypoints.bytes());
-      glBindBuffer(GL_ARRAY_BUFFER, 0);
-    }
   }
   if (done)
     push_history(
