@@ -32,6 +32,8 @@ step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
   step "$lab" gui --headless --frames 300 --window 1600x900 --input synthetic:1920x1080@1000 --screenshot "$out/gui-gpu.png"
   step "$lab" gui --headless --frames 300 --window 1600x900 --graph --input synthetic:1920x1080@1000
   step "$lab" gui --headless --frames 300 --window 1600x900 --input "$here/data/box_in_scene.png"
+  step "$lab" gui --headless --frames 3000 --free-run --window 1600x900 --input synthetic:1920x1080@1000
+  step "$lab" gui --headless --frames 3000 --free-run --graph --window 1600x900 --input synthetic:1920x1080@1000
 } 2>&1 | tee "$out/gui.log"
 {
   inputs=("synthetic:640x480 --size 320x184" "synthetic:1x1 --size 1x1" "synthetic:17x13 --size 17x13"

@@ -35,6 +35,7 @@ struct StageDiff {
 struct Staging {
   DeviceImage shown;
   DeviceImage keypoints;
+  DeviceBuffer range;  // the two min/max reductions' results (4 unsigned)
 };
 
 // One block shape of the occupancy sweep: the stage timed with it.

@@ -271,10 +271,12 @@ FrameResult run_job(Runner& r, JobInput in) {
       // Device to device into the staging copy; 8 bytes of range and 4 of probe come back.
       Staging& st = *in.staging;
       if (st.shown.desc() != src.desc) st.shown = DeviceImage(src.desc);
+      if (!st.range.data()) st.range = DeviceBuffer(4 * sizeof(unsigned));
       LAB_CUDA_CHECK(cudaMemcpy2DAsync(st.shown.data(), st.shown.pitch(), src.data, src.pitch,
                                        src.desc.row_bytes(), size_t(src.desc.height),
                                        cudaMemcpyDeviceToDevice, r.stream()));
-      out.shown_range = device_min_max(st.shown.ref(), 0, r.stream());
+      out.shown_range =
+          device_min_max(st.shown.ref(), 0, r.stream(), static_cast<unsigned*>(st.range.data()));
       out.shown_on_device = true;
       if (in.probe_x >= 0 && in.probe_y >= 0 && in.probe_x < src.desc.width &&
           in.probe_y < src.desc.height) {
@@ -297,7 +299,9 @@ FrameResult run_job(Runner& r, JobInput in) {
         if (st.keypoints.desc() != kp.desc) st.keypoints = DeviceImage(kp.desc);
         LAB_CUDA_CHECK(cudaMemcpyAsync(st.keypoints.data(), kp.data, kp.desc.row_bytes(),
                                        cudaMemcpyDeviceToDevice, r.stream()));
-        out.keypoint_max = device_min_max(st.keypoints.ref(), 2, r.stream()).hi;
+        out.keypoint_max = device_min_max(st.keypoints.ref(), 2, r.stream(),
+                                          static_cast<unsigned*>(st.range.data()) + 2)
+                               .hi;
         out.keypoints_on_device = true;
       } else {
         out.keypoints = r.read_slot("keypoints");
@@ -425,6 +429,7 @@ int run_gui(const GuiOptions& opt) {
                 "a GLSL shader), the keypoints with glBufferSubData";
 
   uint64_t ui_frames = 0;
+  const auto run_start = std::chrono::steady_clock::now();
   try {
     for (int frame = 0; opt.frames == 0 || frame < opt.frames; ++frame, ++ui_frames) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -453,7 +458,10 @@ int run_gui(const GuiOptions& opt) {
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       const bool last = opt.frames > 0 && frame == opt.frames - 1;
       if (last && !opt.screenshot.empty()) write_screenshot(opt.screenshot, fb_w, fb_h);
-      if (window) glfwSwapBuffers(window);
+      if (window)
+        glfwSwapBuffers(window);
+      else
+        glFinish();  // headless: the frame really drawn, as a swap would (and no queue build-up)
       push_history(
           app.ui.frame_ms,
           std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -468,10 +476,13 @@ int run_gui(const GuiOptions& opt) {
     auto med = [](const std::vector<float>& h) {
       return median(std::vector<double>(h.begin(), h.end()));
     };
+    const double wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
     std::printf(
-        "gui: %llu frames, %llu results; frame %.3f ms (%.0f fps); engine job %.3f ms (pipeline "
-        "%.3f ms%s, upload %.3f ms); display %.3f ms (%s)\n",
-        (unsigned long long)ui_frames, (unsigned long long)app.frames, med(app.ui.frame_ms),
+        "gui: %llu frames, %llu results in %.2f s (%.0f results/s); frame %.3f ms (%.0f fps); "
+        "engine job %.3f ms (pipeline %.3f ms%s, upload %.3f ms); display %.3f ms (%s)\n",
+        (unsigned long long)ui_frames, (unsigned long long)app.frames, wall_s,
+        wall_s > 0 ? double(app.frames) / wall_s : 0.0, med(app.ui.frame_ms),
         med(app.ui.frame_ms) > 0 ? 1000.0 / med(app.ui.frame_ms) : 0.0, med(app.ui.job_ms),
         med(app.ui.pipeline_ms), app.view.graph ? " GPU, CUDA graph" : "", med(app.ui.upload_ms),
         med(app.ui.display_ms), app.interop.available() ? "CUDA-GL interop" : "host upload");

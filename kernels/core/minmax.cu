@@ -39,16 +39,17 @@ __global__ void min_max_kernel(ImageView<const float> img, int c, unsigned* lohi
 
 }  // namespace
 
-ValueRange device_min_max(const ImageRef& img, int c, cudaStream_t stream) {
-  unsigned* d = nullptr;
-  LAB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&d), 2 * sizeof(unsigned), stream));
-  const unsigned init[2] = {0xFFFFFFFFu, 0};
+ValueRange device_min_max(const ImageRef& img, int c, cudaStream_t stream, unsigned* scratch) {
+  unsigned* d = scratch;
+  if (!d)
+    LAB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&d), 2 * sizeof(unsigned), stream));
   unsigned h[2] = {0, 0};
-  LAB_CUDA_CHECK(cudaMemcpyAsync(d, init, sizeof init, cudaMemcpyHostToDevice, stream));
+  LAB_CUDA_CHECK(cudaMemsetAsync(d, 0xFF, sizeof(unsigned), stream));   // lo: the largest
+  LAB_CUDA_CHECK(cudaMemsetAsync(d + 1, 0, sizeof(unsigned), stream));  // hi: the smallest
   min_max_kernel<<<64, 256, 0, stream>>>(img.view<const float>(), c, d);
   LAB_CUDA_CHECK(cudaGetLastError());
   LAB_CUDA_CHECK(cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, stream));
-  LAB_CUDA_CHECK(cudaFreeAsync(d, stream));
+  if (!scratch) LAB_CUDA_CHECK(cudaFreeAsync(d, stream));
   LAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (h[0] > h[1]) return {0, 1};
   const float lo = from_ordered(h[0]), hi = from_ordered(h[1]);

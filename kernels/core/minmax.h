@@ -12,6 +12,8 @@ namespace lab {
 struct ValueRange {
   float lo = 0, hi = 1;
 };
-ValueRange device_min_max(const ImageRef& img, int c, cudaStream_t stream);
+// `scratch`: 2 unsigned of device memory to use (null: allocated and freed on the stream).
+ValueRange device_min_max(const ImageRef& img, int c, cudaStream_t stream,
+                          unsigned* scratch = nullptr);
 
 }  // namespace lab
