@@ -53,6 +53,12 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
       ->check(CLI::IsMember(pipeline_names()))
       ->capture_default_str();
   cmd->add_option("--size", o.size, "letterbox output size WxH (default 1280x736)");
+  cmd->add_option("--upload", o.upload,
+                  "how frames reach the GPU: auto (mapped on an integrated GPU such as Orin, "
+                  "else pinned), pageable, pinned (page-locked, async on a copy stream) or mapped "
+                  "(zero-copy)")
+      ->check(CLI::IsMember({"auto", "pageable", "pinned", "mapped"}))
+      ->capture_default_str();
   cmd->add_option("--variant", o.variants, "STAGE=NAME, e.g. blur=v2_separable (repeatable)");
   cmd->add_option("--block", o.blocks, "STAGE=WxH, e.g. blur=16x16 (repeatable)");
   cmd->add_option("--math", o.maths, "precise, fast, or STAGE=precise|fast (repeatable)");
@@ -165,6 +171,8 @@ int run_cli(int argc, char** argv) {
       gui_o.input = gui_c.input;
       gui_o.max_pixels = gui_c.max_pixels;
       gui_o.graph = gui_c.graph;
+      gui_o.upload =
+          gui_o.backend == Backend::Cuda ? pick_upload(gui_c.upload) : UploadMode::Pageable;
       // Offscreen, nobody can close a window: a headless or screenshot run stops by itself.
       if ((gui_o.headless || !gui_o.screenshot.empty()) && gui_o.frames == 0) gui_o.frames = 60;
       return ui::run_gui(gui_o);

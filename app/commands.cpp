@@ -87,6 +87,7 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
   HostImage in = next_frame(*source, skipped).image;
   auto s = std::unique_ptr<Session>(
       new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped});
+  if (b == Backend::Cuda) s->runner.set_upload_mode(pick_upload(c.upload));
   s->runner.configure(s->pipeline, s->input.desc());
   s->runner.set_input(s->input);
   if (c.graph && b == Backend::Cuda)
@@ -127,6 +128,13 @@ Backend pick_backend(const std::string& device) {
     std::cerr << "kernel-lab: no CUDA device (" << d.why_absent
               << "): running the CPU references only\n";
   return d.present ? Backend::Cuda : Backend::Cpu;
+}
+
+UploadMode pick_upload(const std::string& spec) {
+  if (spec == "auto") return default_upload_mode();
+  if (auto m = parse_upload_mode(spec)) return *m;
+  throw Error(ErrorKind::Usage,
+              "unknown upload mode '" + spec + "' (auto, pageable, pinned or mapped)");
 }
 
 // ---- list ------------------------------------------------------------------------------------
@@ -399,6 +407,55 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
   }
   r.set_graph(false);
   r.set_per_launch_timing(true);
+
+  // Uploads: the frame's whole cost (host wall clock per frame: upload and pipeline) over a
+  // cycle of distinct frames, in each upload mode, against the frame already on the GPU.
+  std::vector<HostImage> inputs{s->input};
+  for (int k = 1; k < 8; ++k) {
+    HostImage f = next_frame(*s->source, s->skipped).image;
+    if (f.desc() == s->input.desc()) inputs.push_back(std::move(f));
+  }
+  const UploadMode configured_upload = r.upload_mode();
+  struct UploadCase {
+    const char* key;
+    int mode;  // -1: no upload
+  };
+  double baseline = 0;
+  for (const UploadCase& u : {UploadCase{"upload_none", -1}, UploadCase{"upload_pageable", 0},
+                              UploadCase{"upload_pinned", 1}, UploadCase{"upload_mapped", 2}}) {
+    if (u.mode >= 0) r.set_upload_mode(UploadMode(u.mode));
+    r.set_input(inputs[0]);
+    std::vector<double> wall, up, stage;
+    for (int k = 0; k < o.warmup + o.reps; ++k) {
+      const HostImage& next = inputs[size_t(k + 1) % inputs.size()];
+      const auto t0 = std::chrono::steady_clock::now();
+      if (u.mode < 0)
+        r.run();
+      else if (u.mode == 1)
+        r.run_overlapped(next);  // the next frame goes up while this one computes
+      else
+        r.set_input(next), r.run();
+      const double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      if (k < o.warmup) continue;
+      wall.push_back(us);
+      up.push_back(1e3 * r.upload_ms());
+      stage.push_back(1e3 * r.staging_ms());
+    }
+    const double med = median(wall);
+    if (u.mode < 0) baseline = med;
+    std::string what =
+        u.mode < 0
+            ? "the frame already on the GPU, host wall clock per frame"
+            : std::string("upload ") + upload_mode_name(UploadMode(u.mode)) +
+                  " + pipeline, host wall clock per frame (" +
+                  fmt("%.1f", 100 * (med / baseline - 1)) + " % over on-GPU; upload " +
+                  fmt("%.1f", median(up)) + " us" +
+                  (u.mode == 1 ? ", staging copy " + fmt("%.1f", median(stage)) + " us" : "") +
+                  (u.mode == 1 ? ", overlapped with the previous frame)" : ")");
+    frames.push_back({u.key, what, med, percentile(wall, 95)});
+  }
+  r.set_upload_mode(configured_upload);
   if (o.out.empty()) {
     print_rows(std::cout, rows, o, copy_gbs, header.str(), frames);
   } else {

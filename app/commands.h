@@ -19,6 +19,7 @@ struct CommonOptions {
   std::string size;                    // letterbox output WxH; empty: the op's default
   std::string pipeline = "keypoints";  // a named pipeline (pipeline_names())
   bool graph = false;                  // replay the pipeline as a CUDA graph (run, bench, gui)
+  std::string upload = "auto";         // auto | pageable | pinned | mapped
   std::vector<std::string> variants, blocks, maths, params;
   size_t max_pixels = io::kDefaultMaxPixels;
 };
@@ -53,6 +54,8 @@ struct RunOptions {
 PipelineConfig build_pipeline(const CommonOptions& o);
 // cpu or cuda from --device; throws Error(Unavailable) for cuda without a device.
 Backend pick_backend(const std::string& device);
+// --upload: auto (mapped on an integrated GPU, else pinned) or a mode; throws Error(Usage).
+UploadMode pick_upload(const std::string& spec);
 
 // Every slot as <folder>/<slot>.npy. keypoints.npy is N x 3 (x, y, score) and patches.npy,
 // descriptors.npy N x 64, the pad rows dropped, in the exact top-K order whichever variant ran;

@@ -1,6 +1,7 @@
 // The registry-wide sweep (GPU): every op x variant x allowed block x math mode, on odd sizes and
 // real images, against the op's CPU reference within its tolerance, outputs poisoned first.
 // A new op is covered here with no new test code.
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -111,6 +112,63 @@ TEST_SUITE("gpu") {
         {"coffee.png", "3840x2160"},
     };
     for (const Pattern& p : patterns) CHECK(sweep(p) > 0);
+  }
+
+  LAB_GPU_CASE("upload modes: pageable, pinned, mapped and the overlapped pinned upload agree") {
+    // Three distinct frames; the reference is each frame sent pageable and run on its own.
+    std::vector<lab::HostImage> frames;
+    for (int k = 0; k < 3; ++k) frames.push_back(lab::io::synthetic_frame(320, 200, 1, k * 7));
+    lab::PipelineConfig cfg = lab::default_pipeline();
+    lab::apply_size(cfg, "160x96");
+    auto outputs = [](lab::Runner& r) {
+      std::vector<lab::HostImage> v;
+      for (const char* s : {"input", "letterbox", "harris", "keypoints", "descriptors"})
+        v.push_back(r.read_slot(s));
+      return v;
+    };
+    auto same = [](const std::vector<lab::HostImage>& a, const std::vector<lab::HostImage>& b) {
+      for (size_t i = 0; i < a.size(); ++i)
+        if (a[i].desc() != b[i].desc() ||
+            std::memcmp(a[i].bytes(), b[i].bytes(), a[i].desc().bytes()) != 0)
+          return false;
+      return true;
+    };
+    std::vector<std::vector<lab::HostImage>> expect;
+    {
+      lab::Runner r(lab::Backend::Cuda);
+      r.set_upload_mode(lab::UploadMode::Pageable);
+      r.configure(cfg, frames[0].desc());
+      for (const auto& f : frames) {
+        r.set_input(f);
+        r.run();
+        expect.push_back(outputs(r));
+      }
+    }
+    for (lab::UploadMode m : {lab::UploadMode::Pinned, lab::UploadMode::Mapped})
+      for (bool graph : {false, true}) {
+        INFO(lab::upload_mode_name(m) << (graph ? " graph" : ""));
+        lab::Runner r(lab::Backend::Cuda);
+        r.set_upload_mode(m);
+        r.configure(cfg, frames[0].desc());
+        r.set_graph(graph);
+        for (size_t k = 0; k < frames.size(); ++k) {
+          r.set_input(frames[k]);
+          r.run();
+          CHECK(same(outputs(r), expect[k]));
+          CHECK(r.upload_ms() > 0);
+        }
+      }
+    // Overlapped: frame k computes while frame k + 1 goes up; each run still sees its own frame.
+    lab::Runner r(lab::Backend::Cuda);
+    r.set_upload_mode(lab::UploadMode::Pinned);
+    r.configure(cfg, frames[0].desc());
+    r.set_input(frames[0]);
+    for (size_t k = 0; k < frames.size(); ++k) {
+      r.run_overlapped(frames[(k + 1) % frames.size()]);
+      std::vector<lab::HostImage> got = outputs(r);
+      got[0] = expect[k][0];  // the input slot now holds the next frame; the rest is frame k's
+      CHECK(same(got, expect[k]));
+    }
   }
 
   LAB_GPU_CASE("an unwritten pixel fails the diff") {

@@ -236,13 +236,9 @@ FrameResult run_job(Runner& r, JobInput in) {
     }
     if (in.graph) r.set_graph(*in.graph);
     if (r.slots().empty()) return out;  // no frame yet
-    if (in.frame) {
-      const auto t0 = std::chrono::steady_clock::now();
-      r.set_input(*in.frame);
-      out.upload_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    }
+    if (in.frame) r.set_input(*in.frame);
     r.run();
+    if (in.frame) out.upload_ms = r.upload_ms() + r.staging_ms();
     out.ran = true;
     out.frame_ms = r.frame_ms();
     out.graph = r.graph();
@@ -385,6 +381,7 @@ int run_gui(const GuiOptions& opt) {
   app.ui.graph = app.ui.graph_dirty = opt.graph && opt.backend == Backend::Cuda;
   app.ui.pipeline_dirty = true;  // the first job configures it
   app.runner = std::make_unique<Runner>(opt.backend);
+  if (opt.backend == Backend::Cuda) app.runner->set_upload_mode(opt.upload);
   if (opt.backend == Backend::Cuda) app.copy_gbs = measure_copy_bandwidth();
   open_input(app, opt.input);
   std::snprintf(app.ui.input_edit, sizeof app.ui.input_edit, "%s", opt.input.c_str());

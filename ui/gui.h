@@ -20,7 +20,9 @@ struct GuiOptions {
   int width = 1600, height = 900;
   bool graph = false;  // start with the pipeline replayed as a CUDA graph
   bool hide_keypoints = false;
-  bool free_run = false;     // with frames: do not wait for engine jobs (interactive pacing)
+  bool free_run = false;
+  UploadMode upload = UploadMode::Pageable;  // how input frames reach the GPU     // with frames:
+                                             // do not wait for engine jobs (interactive pacing)
   std::string dump_texture;  // write the output texture's texels here as .npy (tests)
 };
 

@@ -24,6 +24,10 @@ void draw_device_panel(GuiApp& app) {
     ImGui::Text("SM clock %.0f MHz, memory clock %.0f MHz, %d-bit bus", d.clock_khz / 1e3,
                 d.mem_clock_khz / 1e3, d.mem_bus_bits);
     tip("the maximum clocks the driver reports (cudaDevAttrClockRate, MemoryClockRate)");
+    ImGui::Text("input upload: %s", upload_mode_name(app.opt.upload));
+    tip("how input frames reach the GPU (--upload): pinned, page-locked memory and an async copy "
+        "on a copy stream (discrete GPUs); mapped, zero-copy memory the kernels read in place "
+        "(integrated GPUs such as Orin); pageable, a plain cudaMemcpy");
     ImGui::Text("driver %d, runtime %d", d.driver_version, d.runtime_version);
     tip("CUDA versions as 1000 x major + 10 x minor (cudaDriverGetVersion, cudaRuntimeGetVersion)");
     if (app.gpu_lost)

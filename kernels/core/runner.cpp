@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "delay.h"
 #include "sm87_resources.h"
@@ -10,6 +11,30 @@ namespace lab {
 
 const char* backend_name(Backend b) {
   return b == Backend::Cuda ? "cuda" : "cpu";
+}
+
+const char* upload_mode_name(UploadMode m) {
+  switch (m) {
+    case UploadMode::Pageable:
+      return "pageable";
+    case UploadMode::Pinned:
+      return "pinned";
+    case UploadMode::Mapped:
+      return "mapped";
+  }
+  return "?";
+}
+
+std::optional<UploadMode> parse_upload_mode(const std::string& s) {
+  for (UploadMode m : {UploadMode::Pageable, UploadMode::Pinned, UploadMode::Mapped})
+    if (s == upload_mode_name(m)) return m;
+  return std::nullopt;
+}
+
+UploadMode default_upload_mode() {
+  const DeviceInfo& d = device_info();
+  if (!d.present) return UploadMode::Pageable;
+  return d.integrated ? UploadMode::Mapped : UploadMode::Pinned;
 }
 
 // The LaunchContext a stage's launcher sees: the runner's stream, the stage's scratch memory,
@@ -103,11 +128,20 @@ Runner::Runner(Backend backend) : m_backend(backend) {
       throw Error(ErrorKind::Unavailable,
                   "no usable CUDA device (" + d.why_absent + "); run with --device cpu");
     LAB_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+    LAB_CUDA_CHECK(cudaStreamCreateWithFlags(&m_copy_stream, cudaStreamNonBlocking));
+    for (cudaEvent_t& e : m_up_ev) LAB_CUDA_CHECK(cudaEventCreate(&e));
+    m_upload = default_upload_mode();
   }
 }
 
 Runner::~Runner() {
   reset_graph();
+  if (m_stream) cudaStreamSynchronize(m_stream);
+  if (m_copy_stream) cudaStreamSynchronize(m_copy_stream);
+  free_pinned();
+  for (cudaEvent_t e : m_up_ev)
+    if (e) cudaEventDestroy(e);
+  if (m_copy_stream) cudaStreamDestroy(m_copy_stream);
   for (cudaEvent_t e : m_graph_ev)
     if (e) cudaEventDestroy(e);
   for (auto& [a, b] : m_events) cudaEventDestroy(a), cudaEventDestroy(b);
@@ -157,6 +191,13 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
   for (const auto& [name, desc] : descs) {
     Slot& slot = m_slots[name];
     if (slot.desc == desc && (slot.dev.data() || slot.host.bytes())) continue;
+    if (name == "input") {  // the upload buffers follow the input's shape
+      if (m_stream) LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+      if (m_copy_stream) LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
+      free_pinned();
+      m_input_spare = DeviceImage();
+      slot.mapped = ImageRef{};
+    }
     slot.desc = desc;
     slot.dev = DeviceImage();
     slot.host = HostImage();
@@ -212,8 +253,118 @@ void Runner::reset_graph() {
   m_graph_launches.clear();
 }
 
+void Runner::set_upload_mode(UploadMode m) {
+  if (m == m_upload) return;
+  if (m_backend == Backend::Cuda) {
+    LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
+  }
+  free_pinned();
+  auto it = m_slots.find("input");
+  if (it != m_slots.end()) it->second.mapped = ImageRef{};
+  m_upload = m;
+  reset_graph();  // a graph captured the input's address
+}
+
+void Runner::free_pinned() {
+  if (m_pinned.host) cudaFreeHost(m_pinned.host);
+  m_pinned = PinnedBuffer{};
+}
+
+// The frame into page-locked memory: contiguous rows for a copy, rows padded (16 zeroed spare
+// bytes, as DeviceImage's) when the kernels read it in place.
+void Runner::stage_pinned(const HostImage& img, bool mapped) {
+  const ImageDesc& d = img.desc();
+  const size_t pitch = mapped ? (d.row_bytes() + 16 + 255) / 256 * 256 : d.row_bytes();
+  const size_t bytes = pitch * size_t(d.height);
+  if (m_pinned.host && (m_pinned.mapped != mapped || m_pinned.bytes != bytes)) {
+    LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
+    LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    free_pinned();
+  }
+  if (!m_pinned.host) {
+    LAB_CUDA_CHECK(
+        cudaHostAlloc(&m_pinned.host, bytes, mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
+    std::memset(m_pinned.host, 0, bytes);
+    if (mapped) LAB_CUDA_CHECK(cudaHostGetDevicePointer(&m_pinned.dev, m_pinned.host, 0));
+    m_pinned.pitch = pitch, m_pinned.bytes = bytes, m_pinned.mapped = mapped;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int y = 0; y < d.height; ++y)
+    std::memcpy(static_cast<char*>(m_pinned.host) + size_t(y) * pitch,
+                img.bytes() + size_t(y) * img.pitch(), d.row_bytes());
+  m_staging_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Sends `img` into `dst` in the upload mode. Pinned: asynchronous on the copy stream, the
+// compute stream waits on its end event; pageable: synchronous.
+void Runner::send_input(const HostImage& img, DeviceImage& dst) {
+  const ImageDesc& d = img.desc();
+  if (m_upload == UploadMode::Pageable) {
+    LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[0], m_stream));
+    LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), img.bytes(), img.pitch(),
+                                     d.row_bytes(), size_t(d.height), cudaMemcpyHostToDevice,
+                                     m_stream));
+    LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[1], m_stream));
+    LAB_CUDA_CHECK(cudaEventSynchronize(m_up_ev[1]));
+    float ms = 0;
+    LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_up_ev[0], m_up_ev[1]));
+    m_upload_ms = ms, m_staging_ms = 0;
+    return;
+  }
+  // The staging buffer is reused: the previous copy out of it must be done.
+  LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
+  stage_pinned(img, false);
+  LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[0], m_copy_stream));
+  LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), m_pinned.host, m_pinned.pitch,
+                                   d.row_bytes(), size_t(d.height), cudaMemcpyHostToDevice,
+                                   m_copy_stream));
+  LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[1], m_copy_stream));
+  LAB_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_up_ev[1], 0));
+  m_upload_pending = true;
+}
+
 void Runner::set_input(const HostImage& img) {
-  write_slot("input", img);
+  auto it = m_slots.find("input");
+  if (it == m_slots.end()) throw Error(ErrorKind::Usage, "no slot named 'input'");
+  Slot& s = it->second;
+  if (img.desc() != s.desc)
+    throw Error(ErrorKind::Internal, "input is " + s.desc.str() + ", given " + img.desc().str());
+  if (m_backend == Backend::Cpu) {
+    s.host = img;
+    return;
+  }
+  if (m_upload == UploadMode::Mapped) {
+    // The kernels read this memory in place: the previous frame must be done with it.
+    LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    const auto t0 = std::chrono::steady_clock::now();
+    stage_pinned(img, true);
+    m_upload_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const ImageRef ref{s.desc, m_pinned.dev, m_pinned.pitch};
+    if (s.mapped.data != ref.data) reset_graph();  // a captured graph holds the old address
+    s.mapped = ref;
+    return;
+  }
+  send_input(img, s.dev);
+}
+
+void Runner::run_overlapped(const HostImage& next) {
+  if (m_backend != Backend::Cuda || m_upload != UploadMode::Pinned || m_use_graph) {
+    run();
+    set_input(next);
+    return;
+  }
+  Slot& in = m_slots.at("input");
+  if (next.desc() != in.desc)
+    throw Error(ErrorKind::Internal, "input is " + in.desc.str() + ", given " + next.desc().str());
+  if (m_input_spare.desc() != in.desc) m_input_spare = DeviceImage(in.desc);
+  m_launches.clear();
+  enqueue_all();                    // this frame, on the current input
+  send_input(next, m_input_spare);  // the next one, meanwhile, into the spare buffer
+  collect();
+  std::swap(in.dev, m_input_spare);  // the next run reads what was just sent
 }
 
 StageArgs Runner::args_for(const ResolvedStage& cfg) const {
@@ -316,6 +467,13 @@ void Runner::enqueue_all() {
 void Runner::collect() {
   if (m_backend == Backend::Cpu) return;
   LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+  if (m_upload_pending) {
+    LAB_CUDA_CHECK(cudaEventSynchronize(m_up_ev[1]));
+    float ms = 0;
+    LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_up_ev[0], m_up_ev[1]));
+    m_upload_ms = ms;
+    m_upload_pending = false;
+  }
   if (m_frame_pair) {  // a graph, or a frame timed as a whole
     m_frame_pair = false;
     float ms = 0;
@@ -450,7 +608,10 @@ void Runner::fill_occupancy(LaunchRecord& r) {
 HostImage Runner::read_slot(const std::string& name) const {
   auto it = m_slots.find(name);
   if (it == m_slots.end()) throw Error(ErrorKind::Usage, "no slot named '" + name + "'");
-  if (m_backend == Backend::Cuda) return download(it->second.dev.ref(), m_stream);
+  if (m_backend == Backend::Cuda) {
+    if (name == "input") LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
+    return download(it->second.ref(), m_stream);
+  }
   return it->second.host;
 }
 
@@ -461,6 +622,7 @@ ImageRef Runner::slot_ref(const std::string& name) const {
 }
 
 void Runner::write_slot(const std::string& name, const HostImage& img) {
+  if (name == "input") return set_input(img);  // through the upload mode's buffers
   auto it = m_slots.find(name);
   if (it == m_slots.end()) throw Error(ErrorKind::Usage, "no slot named '" + name + "'");
   Slot& s = it->second;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,21 @@ namespace lab {
 
 enum class Backend { Cpu, Cuda };
 const char* backend_name(Backend b);
+
+// How input frames reach the GPU.
+//   pageable  cudaMemcpy from the caller's (pageable) memory: the driver stages it, the host waits.
+//   pinned    the frame is copied into page-locked memory and sent with cudaMemcpyAsync on a copy
+//             stream; the compute stream waits on an event, and run_overlapped() sends the next
+//             frame while the current one computes (double-buffered input).
+//   mapped    zero-copy: the frame is written into mapped page-locked memory the kernels read
+//             directly; no device copy (what an integrated GPU such as Orin wants: CPU and GPU
+//             share the DRAM).
+enum class UploadMode { Pageable, Pinned, Mapped };
+const char* upload_mode_name(UploadMode m);
+// "pageable" | "pinned" | "mapped"; nullopt otherwise.
+std::optional<UploadMode> parse_upload_mode(const std::string& s);
+// Mapped on an integrated GPU, pinned on a discrete one.
+UploadMode default_upload_mode();
 
 // What cudaFuncGetAttributes says of a compiled kernel.
 struct KernelAttrs {
@@ -92,7 +108,19 @@ class Runner {
   // deployed pipeline pays; per-launch times are then NaN, as in graph mode). On by default.
   void set_per_launch_timing(bool on) { m_per_launch = on; }
 
+  // Sends a frame to the input slot in the upload mode (CPU backend: a host copy).
   void set_input(const HostImage& img);
+  void set_upload_mode(UploadMode m);
+  UploadMode upload_mode() const { return m_upload; }
+  // The last upload: GPU time of the copy (pageable, pinned: an event pair around it), or host
+  // wall time of the write into mapped memory; and the host time spent staging it (the copy
+  // of the frame into page-locked memory; 0 for pageable).
+  double upload_ms() const { return m_upload_ms; }
+  double staging_ms() const { return m_staging_ms; }
+  // Runs the pipeline on the current input and, meanwhile, sends `next` for the following run
+  // (pinned mode without a graph: into the spare input buffer on the copy stream; otherwise
+  // after the run). Waits for the run, like run().
+  void run_overlapped(const HostImage& next);
 
   // Runs every stage, waits, and fills launches() with timed records.
   void run();
@@ -139,7 +167,15 @@ class Runner {
     ImageDesc desc;
     DeviceImage dev;
     HostImage host;
-    ImageRef ref() const { return dev.data() ? dev.ref() : host.ref(); }
+    ImageRef mapped;  // the input in mapped page-locked memory (zero-copy), when in use
+    ImageRef ref() const { return mapped.data ? mapped : dev.data() ? dev.ref() : host.ref(); }
+  };
+  // Page-locked host memory for uploads (rows padded like DeviceImage's for mapped use).
+  struct PinnedBuffer {
+    void* host = nullptr;
+    void* dev = nullptr;  // its device address when mapped
+    size_t pitch = 0, bytes = 0;
+    bool mapped = false;
   };
   struct StageState {
     std::vector<DeviceBuffer> scratch;
@@ -157,6 +193,9 @@ class Runner {
   std::vector<HostImage> read_inputs(const ResolvedStage& cfg) const;
   void enqueue_all();
   void bypass(size_t i);
+  void stage_pinned(const HostImage& img, bool mapped);
+  void send_input(const HostImage& img, DeviceImage& dst);
+  void free_pinned();
   void reset_graph();
   const FuncInfo& func_info(const void* func);
   void fill_occupancy(LaunchRecord& r);
@@ -169,6 +208,13 @@ class Runner {
   std::vector<std::string> m_slot_order;
   std::vector<StageState> m_state;
   std::vector<bool> m_skip;
+  UploadMode m_upload = UploadMode::Pageable;
+  double m_upload_ms = 0, m_staging_ms = 0;
+  bool m_upload_pending = false;  // an async upload whose time is read at the next collect()
+  PinnedBuffer m_pinned;
+  DeviceImage m_input_spare;  // run_overlapped's second input buffer
+  cudaStream_t m_copy_stream = nullptr;
+  cudaEvent_t m_up_ev[3] = {nullptr, nullptr, nullptr};  // copy start, copy end (= ready)
   std::map<std::string, ImageDesc> m_extra;
   bool m_use_graph = false, m_untimed_launches = false, m_frame_pair = false, m_per_launch = true;
   cudaGraph_t m_graph = nullptr;
