@@ -80,6 +80,9 @@ io::Frame next_frame(io::FrameSource& src, size_t& skipped) {
 std::unique_ptr<Session> open_session(const CommonOptions& c) {
   PipelineConfig p = build_pipeline(c);
   const Backend b = pick_backend(c.device);
+  const UploadMode upload = b == Backend::Cuda ? pick_upload(c.upload) : UploadMode::Pageable;
+  // Pinned upload: sources decode straight into page-locked frames, so no staging copy remains.
+  set_frame_memory_pinned(upload == UploadMode::Pinned);
   io::SourceOptions so;
   so.max_pixels = c.max_pixels;
   auto source = io::open_source(c.input, so);
@@ -87,7 +90,7 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
   HostImage in = next_frame(*source, skipped).image;
   auto s = std::unique_ptr<Session>(
       new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped});
-  if (b == Backend::Cuda) s->runner.set_upload_mode(pick_upload(c.upload));
+  if (b == Backend::Cuda) s->runner.set_upload_mode(upload);
   s->runner.configure(s->pipeline, s->input.desc());
   s->runner.set_input(s->input);
   if (c.graph && b == Backend::Cuda)
@@ -410,11 +413,12 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
 
   // Uploads: the frame's whole cost (host wall clock per frame: upload and pipeline) over a
   // cycle of distinct frames, in each upload mode, against the frame already on the GPU.
-  std::vector<HostImage> inputs{s->input};
-  for (int k = 1; k < 8; ++k) {
+  std::vector<HostImage> inputs;
+  for (int k = 0; k < 8; ++k) {
     HostImage f = next_frame(*s->source, s->skipped).image;
     if (f.desc() == s->input.desc()) inputs.push_back(std::move(f));
   }
+  if (inputs.empty()) inputs.push_back(HostImage(s->input));
   const UploadMode configured_upload = r.upload_mode();
   struct UploadCase {
     const char* key;
@@ -424,10 +428,18 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
   for (const UploadCase& u : {UploadCase{"upload_none", -1}, UploadCase{"upload_pageable", 0},
                               UploadCase{"upload_pinned", 1}, UploadCase{"upload_mapped", 2}}) {
     if (u.mode >= 0) r.set_upload_mode(UploadMode(u.mode));
-    r.set_input(inputs[0]);
+    // Pinned: the frames as the source made them (page-locked when the session's upload mode is
+    // pinned); the other modes: pageable copies, as a plain decoder would hand them over.
+    std::vector<HostImage> cycle;
+    for (const HostImage& f : inputs) {
+      if (u.mode == 1 || !f.pinned()) continue;
+      cycle.push_back(HostImage(f));
+    }
+    const std::vector<HostImage>& frames_in = cycle.empty() ? inputs : cycle;
+    r.set_input(frames_in[0]);
     std::vector<double> wall, up, stage;
     for (int k = 0; k < o.warmup + o.reps; ++k) {
-      const HostImage& next = inputs[size_t(k + 1) % inputs.size()];
+      const HostImage& next = frames_in[size_t(k + 1) % frames_in.size()];
       const auto t0 = std::chrono::steady_clock::now();
       if (u.mode < 0)
         r.run();

@@ -159,15 +159,24 @@ TEST_SUITE("gpu") {
         }
       }
     // Overlapped: frame k computes while frame k + 1 goes up; each run still sees its own frame.
-    lab::Runner r(lab::Backend::Cuda);
-    r.set_upload_mode(lab::UploadMode::Pinned);
-    r.configure(cfg, frames[0].desc());
-    r.set_input(frames[0]);
-    for (size_t k = 0; k < frames.size(); ++k) {
-      r.run_overlapped(frames[(k + 1) % frames.size()]);
-      std::vector<lab::HostImage> got = outputs(r);
-      got[0] = expect[k][0];  // the input slot now holds the next frame; the rest is frame k's
-      CHECK(same(got, expect[k]));
+    // Frames captured into page-locked memory (no staging copy) and plain ones.
+    lab::set_frame_memory_pinned(true);
+    std::vector<lab::HostImage> pinned;
+    for (int k = 0; k < 3; ++k) pinned.push_back(lab::io::synthetic_frame(320, 200, 1, k * 7));
+    lab::set_frame_memory_pinned(false);
+    REQUIRE(pinned[0].pinned());
+    for (const auto* seq : {&frames, &pinned}) {
+      lab::Runner r(lab::Backend::Cuda);
+      r.set_upload_mode(lab::UploadMode::Pinned);
+      r.configure(cfg, frames[0].desc());
+      r.set_input((*seq)[0]);
+      for (size_t k = 0; k < frames.size(); ++k) {
+        r.run_overlapped((*seq)[(k + 1) % frames.size()]);
+        if (seq == &pinned) CHECK(r.staging_ms() == 0);
+        std::vector<lab::HostImage> got = outputs(r);
+        got[0] = expect[k][0];  // the input slot now holds the next frame; the rest is frame k's
+        CHECK(same(got, expect[k]));
+      }
     }
   }
 

@@ -382,6 +382,7 @@ int run_gui(const GuiOptions& opt) {
   app.ui.pipeline_dirty = true;  // the first job configures it
   app.runner = std::make_unique<Runner>(opt.backend);
   if (opt.backend == Backend::Cuda) app.runner->set_upload_mode(opt.upload);
+  set_frame_memory_pinned(opt.backend == Backend::Cuda && opt.upload == UploadMode::Pinned);
   if (opt.backend == Backend::Cuda) app.copy_gbs = measure_copy_bandwidth();
   open_input(app, opt.input);
   std::snprintf(app.ui.input_edit, sizeof app.ui.input_edit, "%s", opt.input.c_str());

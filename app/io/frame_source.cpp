@@ -155,7 +155,7 @@ HostImage to_host(const cv::Mat& m) {
   cv::Mat src = m;
   if (src.depth() != CV_8U) src.convertTo(src, CV_8U);
   if (src.channels() == 2) cv::cvtColor(src, src, cv::COLOR_YUV2BGR_YUYV);  // raw YUYV
-  HostImage out(ImageDesc{src.cols, src.rows, src.channels(), PixelType::U8});
+  HostImage out = HostImage::frame(ImageDesc{src.cols, src.rows, src.channels(), PixelType::U8});
   for (int y = 0; y < src.rows; ++y)
     std::copy(src.ptr<uint8_t>(y), src.ptr<uint8_t>(y) + out.desc().row_bytes(),
               out.bytes() + size_t(y) * out.pitch());

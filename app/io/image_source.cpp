@@ -483,7 +483,7 @@ HostImage synthetic_frame(int width, int height, uint64_t seed, int frame) {
                                       std::to_string(height) + " is invalid: width and height " +
                                       "must be 1.." + std::to_string(kMaxSide));
   }
-  HostImage img(ImageDesc{width, height, 3, PixelType::U8});
+  HostImage img = HostImage::frame(ImageDesc{width, height, 3, PixelType::U8});
 
   // Smooth background: B varies along x, G along y, R along both; no corners of its own.
   std::vector<uint8_t> bx(static_cast<size_t>(width)), rx(static_cast<size_t>(width));

@@ -2,7 +2,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
 #include <utility>
 
 #include "check.h"
@@ -16,6 +20,76 @@ const char* pixel_type_name(PixelType t) {
 std::string ImageDesc::str() const {
   return std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(channels) +
          " " + pixel_type_name(type);
+}
+
+namespace {
+
+// Page-locked blocks by size, recycled: cudaHostAlloc costs milliseconds, a camera delivers a
+// frame every few. Never destroyed, so frames freed during exit still find it.
+struct PinnedPool {
+  std::mutex mu;
+  std::map<size_t, std::vector<void*>> free;
+};
+PinnedPool& pinned_pool() {
+  static PinnedPool* pool = new PinnedPool;
+  return *pool;
+}
+
+std::shared_ptr<uint8_t> pinned_block(size_t bytes) {
+  PinnedPool& pool = pinned_pool();
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(pool.mu);
+    auto& list = pool.free[bytes];
+    if (!list.empty()) p = list.back(), list.pop_back();
+  }
+  if (!p && cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;  // no GPU or no page-locked memory left: the caller uses pageable memory
+  }
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [bytes](uint8_t* q) {
+    PinnedPool& pool = pinned_pool();
+    std::lock_guard<std::mutex> lock(pool.mu);
+    auto& list = pool.free[bytes];
+    if (list.size() < 8)
+      list.push_back(q);
+    else
+      cudaFreeHost(q);
+  });
+}
+
+std::atomic<bool> g_frames_pinned{false};
+
+}  // namespace
+
+void set_frame_memory_pinned(bool on) {
+  g_frames_pinned = on;
+}
+bool frame_memory_pinned() {
+  return g_frames_pinned;
+}
+
+HostImage HostImage::frame(const ImageDesc& desc) {
+  if (g_frames_pinned && !desc.empty()) {
+    HostImage img;
+    img.m_pinned = pinned_block(desc.bytes());
+    if (img.m_pinned) {
+      img.m_desc = desc;
+      return img;
+    }
+  }
+  return HostImage(desc);
+}
+
+HostImage::HostImage(const HostImage& o)
+    : m_desc(o.m_desc), m_storage(o.bytes(), o.bytes() + o.m_desc.bytes()) {}
+
+HostImage& HostImage::operator=(const HostImage& o) {
+  if (this != &o) {
+    HostImage copy(o);
+    *this = std::move(copy);
+  }
+  return *this;
 }
 
 DeviceImage::DeviceImage(const ImageDesc& desc) : m_desc(desc) {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -76,13 +77,24 @@ class HostImage {
  public:
   HostImage() = default;
   explicit HostImage(const ImageDesc& desc) : m_desc(desc), m_storage(desc.bytes()) {}
+  // An input frame: in page-locked memory from a recycled pool when frame_memory_pinned() (a
+  // DMA can then read it directly, with no staging copy), else as HostImage(desc).
+  static HostImage frame(const ImageDesc& desc);
+  // Copies are plain (pageable) memory; moves keep the storage.
+  HostImage(const HostImage& o);
+  HostImage& operator=(const HostImage& o);
+  HostImage(HostImage&&) noexcept = default;
+  HostImage& operator=(HostImage&&) noexcept = default;
 
   const ImageDesc& desc() const { return m_desc; }
   size_t pitch() const { return m_desc.row_bytes(); }
-  uint8_t* bytes() { return m_storage.data(); }
-  const uint8_t* bytes() const { return m_storage.data(); }
-  ImageRef ref() { return {m_desc, m_storage.data(), pitch()}; }
-  ImageRef ref() const { return {m_desc, const_cast<uint8_t*>(m_storage.data()), pitch()}; }
+  uint8_t* bytes() { return m_pinned ? m_pinned.get() : m_storage.data(); }
+  const uint8_t* bytes() const { return m_pinned ? m_pinned.get() : m_storage.data(); }
+  bool pinned() const { return bool(m_pinned); }
+  // Keeps page-locked storage alive while an asynchronous copy reads it.
+  std::shared_ptr<const uint8_t> storage_handle() const { return m_pinned; }
+  ImageRef ref() { return {m_desc, bytes(), pitch()}; }
+  ImageRef ref() const { return {m_desc, const_cast<uint8_t*>(bytes()), pitch()}; }
   template <typename T>
   ImageView<T> view() {
     return ref().view<T>();
@@ -95,7 +107,13 @@ class HostImage {
  private:
   ImageDesc m_desc;
   std::vector<uint8_t> m_storage;
+  std::shared_ptr<uint8_t> m_pinned;  // page-locked storage from the pool, when a pinned frame
 };
+
+// Whether HostImage::frame() allocates page-locked memory: set when frames go to the GPU by
+// pinned upload (a process-wide memory policy, like an allocator's). Off without a GPU.
+void set_frame_memory_pinned(bool on);
+bool frame_memory_pinned();
 
 // Owns a pitched device allocation. Move-only; frees on destruction.
 class DeviceImage {

@@ -315,11 +315,18 @@ void Runner::send_input(const HostImage& img, DeviceImage& dst) {
   }
   // The staging buffer is reused: the previous copy out of it must be done.
   LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
-  stage_pinned(img, false);
+  const void* src = img.bytes();
+  size_t src_pitch = img.pitch();
+  if (img.pinned()) {  // captured into page-locked memory: the DMA reads it where it is
+    m_inflight = img.storage_handle();
+    m_staging_ms = 0;
+  } else {
+    stage_pinned(img, false);
+    src = m_pinned.host, src_pitch = m_pinned.pitch;
+  }
   LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[0], m_copy_stream));
-  LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), m_pinned.host, m_pinned.pitch,
-                                   d.row_bytes(), size_t(d.height), cudaMemcpyHostToDevice,
-                                   m_copy_stream));
+  LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), src, src_pitch, d.row_bytes(),
+                                   size_t(d.height), cudaMemcpyHostToDevice, m_copy_stream));
   LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[1], m_copy_stream));
   LAB_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_up_ev[1], 0));
   m_upload_pending = true;
@@ -473,6 +480,7 @@ void Runner::collect() {
     LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_up_ev[0], m_up_ev[1]));
     m_upload_ms = ms;
     m_upload_pending = false;
+    m_inflight.reset();
   }
   if (m_frame_pair) {  // a graph, or a frame timed as a whole
     m_frame_pair = false;
