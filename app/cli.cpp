@@ -140,6 +140,10 @@ int run_cli(int argc, char** argv) {
   gui->add_option("--window", gui_window, "window or framebuffer size WxH")->capture_default_str();
   gui->add_flag("--graph", gui_c.graph, "start with the pipeline replayed as one CUDA graph");
   gui->add_flag("--no-keypoints", gui_o.hide_keypoints, "start with the keypoint overlay off");
+  gui->add_option("--ui-scale", gui_o.ui_scale,
+                  "scale of fonts and sizes (default: the monitor's content scale, 1 headless); "
+                  "above 1 the font is rasterised at that size (DejaVu Sans) rather than magnified")
+      ->check(CLI::Range(0.5, 4.0));
   gui->add_flag("--free-run", gui_o.free_run,
                 "with --frames: draw without waiting for the engine, as an interactive session "
                 "does (measures the UI's own frame rate)");

@@ -12,6 +12,7 @@ packages=(
   libopencv-dev                     # image, video and camera input; test peer
   doctest-dev                       # tests
   libimgui-dev libglfw3-dev libepoxy-dev libegl-dev  # the GUI
+  fonts-dejavu-core                                  # the GUI's font on high-DPI screens
   libegl-mesa0 libgl1-mesa-dri libglx-mesa0          # OpenGL without an NVIDIA driver (Mesa)
   xvfb xauth                                         # the windowed GUI test, with no display
 )

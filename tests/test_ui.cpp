@@ -248,6 +248,29 @@ TEST_SUITE("cpu") {
   }
 
 #if defined(LAB_WITH_OPENCV)
+  TEST_CASE("gui: --ui-scale renders larger fonts and sizes") {
+    const std::string args =
+        "--headless --frames 2 --window 900x600 --device cpu --input " + data_path("box.png");
+    const Shot one = screenshot("", args);
+    const Shot two = screenshot("", args + " --ui-scale 2");
+    REQUIRE(one.code == 0);
+    REQUIRE(two.code == 0);
+    CHECK(two.colours > 100);
+    // The title bar of the first panel (top left) is taller: rows from the top whose pixel at
+    // x = 60 keeps the bar's colour.
+    auto bar_height = [](const Shot& s) {
+      const uint32_t bar = s.pixels[size_t(2) * s.w + 60];
+      int y = 2;
+      while (y < s.h && s.pixels[size_t(y) * s.w + 60] == bar) ++y;
+      return y;
+    };
+    MESSAGE("title bar rows: " << bar_height(one) << " at scale 1, " << bar_height(two) << " at 2");
+    CHECK(bar_height(two) > bar_height(one) + 8);
+    // The TTF is rasterised at the scaled size: anti-aliased edges, many more grey levels.
+    CHECK(two.colours > one.colours);
+    CHECK(screenshot("", args + " --ui-scale 9").code == 64);  // out of range
+  }
+
   TEST_CASE("gui: the keypoint overlay draws points over the image, and only there") {
     const std::string args = "--headless --frames 3 --window 1000x700 --device cpu --input " +
                              data_path("box_in_scene.png");

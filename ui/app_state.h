@@ -104,6 +104,7 @@ struct UiState {
   ImVec2 pan{0, 0};
   std::map<std::string, std::vector<float>> launch_us;  // by "stage/kernel"
   std::vector<float> frame_ms;                          // whole frame, wall clock
+  std::vector<float> frame_input_ms;                    // the frames that sent a new input
   std::vector<float> pipeline_ms;                       // GPU (or CPU reference) time
   std::vector<float> upload_ms, display_ms, job_ms;     // input upload; viewport update; job
   bool overlay = true;                                  // draw the keypoints
@@ -150,7 +151,8 @@ struct GuiApp {
     bool failed = false;  // the shader did not build: colormap on the CPU instead
   } colormap_gl;
   uint64_t frames = 0;
-  std::string upload_note;  // how images reach the screen
+  bool frame_has_input = false;  // this UI frame's engine job got a new input frame
+  std::string upload_note;       // how images reach the screen
   uint64_t result_gen = 0;  // counts the job results applied: the viewport re-uploads on change
   std::string uploaded;     // what the viewport texture holds (result, view, colormap, range)
   double copy_gbs = 0;      // device copy bandwidth, measured at start (GPU)

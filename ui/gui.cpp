@@ -19,6 +19,7 @@
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <vector>
 
 #include "app/io/npy.h"
@@ -145,6 +146,7 @@ void engine_frame(GuiApp& app, bool wait) {
   JobInput in;
   io::Frame f;
   if (app.capture->take_latest(f)) in.frame = std::move(f.image);
+  app.frame_has_input = in.frame.has_value();
   // A pipeline can only be configured for an input: it waits for the first frame.
   if (app.ui.pipeline_dirty && (in.frame || !app.view.slots.empty())) {
     in.pipeline = app.ui.pipeline;
@@ -214,9 +216,11 @@ void init_imgui(float scale, bool persist_layout) {
   // Headless renders use the default layout, so screenshots do not depend on past sessions.
   io.IniFilename = persist_layout ? ini_path().c_str() : nullptr;
   ImGui::StyleColorsDark();
-  if (scale > 1.0f) {  // high-DPI: scale the default font and every size
+  if (scale > 1.0f) {  // high-DPI: every size scaled, and a font rasterised at the scaled size
     ImGui::GetStyle().ScaleAllSizes(scale);
-    io.FontGlobalScale = scale;
+    const char* ttf = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";  // fonts-dejavu-core
+    if (!(std::ifstream(ttf) && io.Fonts->AddFontFromFileTTF(ttf, 14.0f * scale)))
+      io.FontGlobalScale = scale;  // no TTF: the built-in bitmap font, magnified
   }
 }
 
@@ -393,7 +397,7 @@ int run_gui(const GuiOptions& opt) {
   int fb_w = opt.width, fb_h = opt.height;
   if (opt.headless) {
     headless = std::make_unique<HeadlessGl>(opt.width, opt.height);
-    init_imgui(1.0f, false);
+    init_imgui(opt.ui_scale > 0 ? opt.ui_scale : 1.0f, false);
     ImGui::GetIO().DisplaySize = ImVec2(float(opt.width), float(opt.height));
   } else {
     if (!glfwInit())
@@ -413,7 +417,7 @@ int run_gui(const GuiOptions& opt) {
     glfwSwapInterval(1);
     float sx = 1, sy = 1;
     glfwGetWindowContentScale(window, &sx, &sy);
-    init_imgui(std::max(sx, sy), true);
+    init_imgui(opt.ui_scale > 0 ? opt.ui_scale : std::max(sx, sy), true);
     ImGui_ImplGlfw_InitForOpenGL(window, true);
   }
   ImGui_ImplOpenGL3_Init("#version 330");
@@ -460,9 +464,10 @@ int run_gui(const GuiOptions& opt) {
         glfwSwapBuffers(window);
       else
         glFinish();  // headless: the frame really drawn, as a swap would (and no queue build-up)
-      push_history(
-          app.ui.frame_ms,
-          std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      const float frame_ms =
+          std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      push_history(app.ui.frame_ms, frame_ms);
+      if (app.frame_has_input) push_history(app.ui.frame_input_ms, frame_ms);
     }
   } catch (...) {
     ImGui_ImplOpenGL3_Shutdown();

@@ -21,6 +21,7 @@ struct GuiOptions {
   bool graph = false;  // start with the pipeline replayed as a CUDA graph
   bool hide_keypoints = false;
   bool free_run = false;
+  float ui_scale = 0;  // fonts and sizes; 0: the monitor's content scale (1 headless)
   UploadMode upload = UploadMode::Pageable;  // how input frames reach the GPU     // with frames:
                                              // do not wait for engine jobs (interactive pacing)
   std::string dump_texture;  // write the output texture's texels here as .npy (tests)

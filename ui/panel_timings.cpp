@@ -68,13 +68,14 @@ void draw_timings_panel(GuiApp& app) {
     return;
   }
   if (ImGui::BeginTable(
-          "launches", 5,
+          "launches", 6,
           ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("stage / kernel");
     ImGui::TableSetupColumn("median us");
     ImGui::TableSetupColumn("p95 us");
     ImGui::TableSetupColumn("GB/s");
     ImGui::TableSetupColumn("%copy");
+    ImGui::TableSetupColumn("history");
     ImGui::TableHeadersRow();
     for (size_t i = 0; i < app.view.stage_names.size(); ++i) {
       const std::string& stage = app.view.stage_names[i];
@@ -95,6 +96,12 @@ void draw_timings_panel(GuiApp& app) {
         stage_us += med, ++launches;
         ImGui::TableNextColumn();
         ImGui::TableNextColumn();
+        ImGui::TableNextColumn();
+        ImGui::PushID(key.c_str());
+        ImGui::PlotLines("##h", hist.data(), int(hist.size()), 0, nullptr, 0.0f, FLT_MAX,
+                         ImVec2(90, 16));
+        ImGui::PopID();
+        tip("this launch's GPU time over the last 240 frames, oldest on the left");
       }
       if (launches == 0 || stage_us <= 0) continue;
       const double gbs = app.view.stage_bytes[i] / (stage_us * 1e-6) / 1e9;
