@@ -489,6 +489,12 @@ int run_gui(const GuiOptions& opt) {
         med(app.ui.frame_ms) > 0 ? 1000.0 / med(app.ui.frame_ms) : 0.0, med(app.ui.job_ms),
         med(app.ui.pipeline_ms), app.view.graph ? " GPU, CUDA graph" : "", med(app.ui.upload_ms),
         med(app.ui.display_ms), app.interop.available() ? "CUDA-GL interop" : "host upload");
+    std::printf(
+        "gui: input upload %s; %zu of the last %zu frames sent a new input frame, "
+        "median %.3f ms\n",
+        opt.backend == Backend::Cuda ? upload_mode_name(app.runner->upload_mode())
+                                     : "none (CPU references)",
+        app.ui.frame_input_ms.size(), app.ui.frame_ms.size(), med(app.ui.frame_input_ms));
   }
   if (!opt.dump_texture.empty()) {
     if (!app.texture || !app.tex_float)
