@@ -69,7 +69,8 @@ struct FrameResult {
   float keypoint_max = 0;    // the highest score
   int probe_x = -1, probe_y = -1;
   float probe_value = 0;  // the shown slot's value at the probe (GPU: read back, 4 bytes)
-  double upload_ms = 0;   // the input frame to the device (host wall clock)
+  bool uploaded = false;  // the job sent a new input frame
+  double upload_ms = 0;   // that upload's time (Runner::upload_ms + staging_ms)
   double job_ms = 0;      // the whole engine job on the worker thread (host wall clock)
   int sweep_stage = -1;
   std::vector<SweepPoint> sweep;
@@ -106,7 +107,8 @@ struct UiState {
   std::vector<float> frame_ms;                          // whole frame, wall clock
   std::vector<float> frame_input_ms;                    // the frames that sent a new input
   std::vector<float> pipeline_ms;                       // GPU (or CPU reference) time
-  std::vector<float> upload_ms, display_ms, job_ms;     // input upload; viewport update; job
+  std::vector<float> upload_ms, display_ms, job_ms;     // input upload (frames that sent one);
+                                                        // viewport update; engine job
   bool overlay = true;                                  // draw the keypoints
   int probe_x = -1, probe_y = -1;                       // the pixel under the cursor
   std::string message;                                  // the banner: errors, warnings

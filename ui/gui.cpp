@@ -136,7 +136,7 @@ void engine_frame(GuiApp& app, bool wait) {
     }
     if (r.ran) {
       display_result(app, r);
-      push_history(app.ui.upload_ms, float(r.upload_ms));
+      if (r.uploaded) push_history(app.ui.upload_ms, float(r.upload_ms));  // frames that sent one
       push_history(app.ui.job_ms, float(r.job_ms));
       if (r.sweep_stage >= 0) app.ui.sweep_stage = r.sweep_stage, app.ui.sweep = r.sweep;
       app.view = std::move(r);  // a job that failed leaves the last good frame on screen
@@ -242,7 +242,7 @@ FrameResult run_job(Runner& r, JobInput in) {
     if (r.slots().empty()) return out;  // no frame yet
     if (in.frame) r.set_input(*in.frame);
     r.run();
-    if (in.frame) out.upload_ms = r.upload_ms() + r.staging_ms();
+    if (in.frame) out.upload_ms = r.upload_ms() + r.staging_ms(), out.uploaded = true;
     out.ran = true;
     out.frame_ms = r.frame_ms();
     out.graph = r.graph();
@@ -430,7 +430,7 @@ int run_gui(const GuiOptions& opt) {
                 "): the slot is sent with glTexSubImage2D (float planes as R32F, colormapped by "
                 "a GLSL shader), the keypoints with glBufferSubData";
 
-  uint64_t ui_frames = 0;
+  uint64_t ui_frames = 0, input_frames = 0;
   const auto run_start = std::chrono::steady_clock::now();
   try {
     for (int frame = 0; opt.frames == 0 || frame < opt.frames; ++frame, ++ui_frames) {
@@ -467,7 +467,7 @@ int run_gui(const GuiOptions& opt) {
       const float frame_ms =
           std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
       push_history(app.ui.frame_ms, frame_ms);
-      if (app.frame_has_input) push_history(app.ui.frame_input_ms, frame_ms);
+      if (app.frame_has_input) push_history(app.ui.frame_input_ms, frame_ms), ++input_frames;
     }
   } catch (...) {
     ImGui_ImplOpenGL3_Shutdown();
@@ -490,11 +490,12 @@ int run_gui(const GuiOptions& opt) {
         med(app.ui.pipeline_ms), app.view.graph ? " GPU, CUDA graph" : "", med(app.ui.upload_ms),
         med(app.ui.display_ms), app.interop.available() ? "CUDA-GL interop" : "host upload");
     std::printf(
-        "gui: input upload %s; %zu of the last %zu frames sent a new input frame, "
-        "median %.3f ms\n",
+        "gui: input upload %s; %llu of %llu frames sent a new input frame, median %.3f ms (the "
+        "last %zu of them)\n",
         opt.backend == Backend::Cuda ? upload_mode_name(app.runner->upload_mode())
                                      : "none (CPU references)",
-        app.ui.frame_input_ms.size(), app.ui.frame_ms.size(), med(app.ui.frame_input_ms));
+        (unsigned long long)input_frames, (unsigned long long)ui_frames, med(app.ui.frame_input_ms),
+        app.ui.frame_input_ms.size());
   }
   if (!opt.dump_texture.empty()) {
     if (!app.texture || !app.tex_float)

@@ -42,7 +42,8 @@ void draw_timings_panel(GuiApp& app) {
       "pipeline and wait for it, copy the shown slot and keypoints for display, read back the "
       "colormap range; median of the last 240 frames");
   ImGui::Text("upload %.3f ms, display %.3f ms", median_of(ui.upload_ms), median_of(ui.display_ms));
-  tip(gpu ? "upload: the input frame to the device in the upload mode (--upload; the Device "
+  tip(gpu ? "upload (over the frames that sent a new input frame): the input frame to the device "
+            "in the upload mode (--upload; the Device "
             "panel says which): pageable and pinned, the copy's GPU time between an event pair "
             "plus, pinned, the host copy into page-locked memory; mapped, the host write into "
             "memory the kernels read in place. display: writing the shown slot and the keypoints "
