@@ -456,15 +456,17 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
     }
     const double med = median(wall);
     if (u.mode < 0) baseline = med;
-    std::string what =
-        u.mode < 0
-            ? "the frame already on the GPU, host wall clock per frame"
-            : std::string("upload ") + upload_mode_name(UploadMode(u.mode)) +
-                  " + pipeline, host wall clock per frame (" +
-                  fmt("%.1f", 100 * (med / baseline - 1)) + " % over on-GPU; upload " +
-                  fmt("%.1f", median(up)) + " us" +
-                  (u.mode == 1 ? ", staging copy " + fmt("%.1f", median(stage)) + " us" : "") +
-                  (u.mode == 1 ? ", overlapped with the previous frame)" : ")");
+    std::string what = u.mode < 0
+                           ? "the frame already on the GPU, host wall clock per frame"
+                           : std::string("upload ") + upload_mode_name(UploadMode(u.mode)) +
+                                 " + pipeline, host wall clock per frame (" +
+                                 fmt("%.1f", 100 * (med / baseline - 1)) +
+                                 " % over on-GPU; upload " + fmt("%.1f", median(up)) + " us" +
+                                 (u.mode != 1 ? ""
+                                  : frames_in[0].pinned()
+                                      ? ", frames captured page-locked, no staging copy"
+                                      : ", staging copy " + fmt("%.1f", median(stage)) + " us") +
+                                 (u.mode == 1 ? ", overlapped with the previous frame)" : ")");
     frames.push_back({u.key, what, med, percentile(wall, 95)});
   }
   r.set_upload_mode(configured_upload);

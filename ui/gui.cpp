@@ -133,8 +133,6 @@ void engine_frame(GuiApp& app, bool wait) {
       for (double ms : r.stage_ms) total += std::isfinite(ms) ? ms : 0.0;
       push_history(app.ui.pipeline_ms, float(r.graph ? r.frame_ms : total));
       ++app.frames;
-    }
-    if (r.ran) {
       display_result(app, r);
       if (r.uploaded) push_history(app.ui.upload_ms, float(r.upload_ms));  // frames that sent one
       push_history(app.ui.job_ms, float(r.job_ms));

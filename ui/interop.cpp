@@ -6,8 +6,6 @@
 #include <cuda_gl_interop.h>
 // clang-format on
 
-#include <chrono>
-
 namespace lab::ui {
 
 GlInterop::~GlInterop() {
@@ -77,7 +75,6 @@ bool GlInterop::register_buffer(unsigned vbo, size_t bytes) {
 bool GlInterop::write(unsigned tex, const ImageRef& src, unsigned vbo, const void* buf_src,
                       size_t bytes) {
   if (!m_available) return false;
-  const auto t0 = std::chrono::steady_clock::now();
   if (!register_texture(tex, src.desc)) return false;
   if (vbo && !register_buffer(vbo, bytes)) return false;
   cudaGraphicsResource* res[2] = {m_tex_res, m_buf_res};
@@ -101,8 +98,6 @@ bool GlInterop::write(unsigned tex, const ImageRef& src, unsigned vbo, const voi
   if (e != cudaSuccess) return fail("copying into the viewport texture or keypoint buffer", e);
   if (u != cudaSuccess) return fail("unmapping", u);
   if ((e = cudaStreamSynchronize(m_stream)) != cudaSuccess) return fail("interop copy", e);
-  m_last_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return true;
 }
 

@@ -33,8 +33,6 @@ class GlInterop {
   // together (each map/unmap pair synchronises with GL, so one pair, not two). Returns false
   // (and turns interop off, with the reason) if CUDA refuses them.
   bool write(unsigned tex, const ImageRef& src, unsigned vbo, const void* buf_src, size_t bytes);
-  // Milliseconds the last write took, map to unmap and its copy done (host wall clock).
-  double last_ms() const { return m_last_ms; }
 
  private:
   bool fail(const std::string& what, int code);
@@ -50,7 +48,6 @@ class GlInterop {
   cudaGraphicsResource* m_buf_res = nullptr;
   unsigned m_buf = 0;
   size_t m_buf_bytes = 0;
-  double m_last_ms = 0;
 };
 
 }  // namespace lab::ui

@@ -105,7 +105,7 @@ void draw_occupancy_panel(GuiApp& app) {
       // The measured times over this GPU's curve: x by threads per block as the curve, y from
       // the fastest (bottom) to the slowest (top) shape.
       const ImVec2 lo = ImGui::GetItemRectMin(), hi = ImGui::GetItemRectMax();
-      const float plot_w = ImGui::CalcItemWidth() > 0 ? hi.x - lo.x : hi.x - lo.x;
+      const float plot_w = hi.x - lo.x;
       double tmin = 1e30, tmax = 0;
       for (const SweepPoint& p : app.ui.sweep)
         tmin = std::min(tmin, p.us), tmax = std::max(tmax, p.us);

@@ -57,18 +57,20 @@ GLuint compile(GLenum type, const char* src, std::string& log) {
 
 // Builds the colormap program with Dear ImGui's attribute locations, read from its own program
 // (bound when the callback runs), so the backend's vertex setup feeds ours unchanged.
-void build_colormap_program(GuiApp& app, GLuint imgui_program) {
-  auto& g = app.colormap_gl;
-  std::string log;
-  const GLuint vs = compile(GL_VERTEX_SHADER, kColormapVert, log);
-  const GLuint fs = compile(GL_FRAGMENT_SHADER, kColormapFrag, log);
+// Compiles and links a program; 0 (with the log) when the driver refuses it. `attribs_from`:
+// a program whose attribute locations the new one takes (Dear ImGui's, so that its vertex setup
+// feeds ours unchanged), or 0.
+GLuint link_program(const char* vert, const char* frag, GLuint attribs_from, std::string& log) {
+  const GLuint vs = compile(GL_VERTEX_SHADER, vert, log);
+  const GLuint fs = compile(GL_FRAGMENT_SHADER, frag, log);
   const GLuint p = glCreateProgram();
   glAttachShader(p, vs);
   glAttachShader(p, fs);
-  for (const char* name : {"Position", "UV", "Color"}) {
-    const GLint loc = glGetAttribLocation(imgui_program, name);
-    if (loc >= 0) glBindAttribLocation(p, GLuint(loc), name);
-  }
+  if (attribs_from)
+    for (const char* name : {"Position", "UV", "Color"}) {
+      const GLint loc = glGetAttribLocation(attribs_from, name);
+      if (loc >= 0) glBindAttribLocation(p, GLuint(loc), name);
+    }
   glLinkProgram(p);
   glDeleteShader(vs);
   glDeleteShader(fs);
@@ -76,6 +78,18 @@ void build_colormap_program(GuiApp& app, GLuint imgui_program) {
   glGetProgramiv(p, GL_LINK_STATUS, &ok);
   if (!ok || !log.empty()) {
     glDeleteProgram(p);
+    return 0;
+  }
+  return p;
+}
+
+// Builds the colormap program with Dear ImGui's attribute locations, read from its own program
+// (bound when the callback runs).
+void build_colormap_program(GuiApp& app, GLuint imgui_program) {
+  auto& g = app.colormap_gl;
+  std::string log;
+  const GLuint p = link_program(kColormapVert, kColormapFrag, imgui_program, log);
+  if (!p) {
     g.failed = true;
     app.ui.message = "colormap shader unavailable (" + log + "): colormapping on the CPU";
     return;
@@ -199,18 +213,8 @@ void draw_keypoints(const ImDrawList*, const ImDrawCmd*) {
   glGetIntegerv(GL_CURRENT_PROGRAM, &imgui_program);
   if (!g.program && !g.failed) {
     std::string log;
-    const GLuint vs = compile(GL_VERTEX_SHADER, kPointsVert, log);
-    const GLuint fs = compile(GL_FRAGMENT_SHADER, kPointsFrag, log);
-    const GLuint p = glCreateProgram();
-    glAttachShader(p, vs);
-    glAttachShader(p, fs);
-    glLinkProgram(p);
-    glDeleteShader(vs);
-    glDeleteShader(fs);
-    GLint ok = 0;
-    glGetProgramiv(p, GL_LINK_STATUS, &ok);
-    if (!ok || !log.empty()) {
-      glDeleteProgram(p);
+    const GLuint p = link_program(kPointsVert, kPointsFrag, 0, log);
+    if (!p) {
       g.failed = true;
       app.ui.message = "keypoint overlay shader unavailable: " + log;
       return;

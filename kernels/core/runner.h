@@ -214,8 +214,8 @@ class Runner {
   PinnedBuffer m_pinned;
   DeviceImage m_input_spare;  // run_overlapped's second input buffer
   cudaStream_t m_copy_stream = nullptr;
-  cudaEvent_t m_up_ev[3] = {nullptr, nullptr, nullptr};  // copy start, copy end (= ready)
-  std::shared_ptr<const uint8_t> m_inflight;             // a pinned frame an async copy still reads
+  cudaEvent_t m_up_ev[2] = {nullptr, nullptr};  // copy start, copy end (= ready)
+  std::shared_ptr<const uint8_t> m_inflight;    // a pinned frame an async copy still reads
   std::map<std::string, ImageDesc> m_extra;
   bool m_use_graph = false, m_untimed_launches = false, m_frame_pair = false, m_per_launch = true;
   cudaGraph_t m_graph = nullptr;
