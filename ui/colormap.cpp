@@ -18,11 +18,6 @@ const float kViridis[9][3] = {
     {0.173f, 0.449f, 0.558f}, {0.128f, 0.567f, 0.551f}, {0.154f, 0.680f, 0.504f},
     {0.365f, 0.789f, 0.383f}, {0.678f, 0.864f, 0.190f}, {0.993f, 0.906f, 0.144f}};
 
-template <typename T>
-float channel(const ImageRef& img, int x, int y, int c) {
-  return float(img.view<const T>().at(x, y, c));
-}
-
 }  // namespace
 
 const char* colormap_name(Colormap c) {
@@ -39,16 +34,27 @@ const char* colormap_name(Colormap c) {
 
 Range auto_range(const ImageRef& img) {
   float lo = INFINITY, hi = -INFINITY;
-  const bool f32 = img.desc.type == PixelType::F32;
   for (int y = 0; y < img.desc.height; ++y)
     for (int x = 0; x < img.desc.width; ++x)
       for (int c = 0; c < img.desc.channels; ++c) {
-        const float v = f32 ? channel<float>(img, x, y, c) : channel<uint8_t>(img, x, y, c);
+        const float v = float(pixel_value(img, x, y, c));
         if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
       }
   if (!(lo <= hi)) return {0, 1};
   if (lo == hi) return {lo, lo + 1};
   return {lo, hi};
+}
+
+ImageRef display_view(const ImageRef& img) {
+  const ImageDesc& d = img.desc;
+  if (d.height != 1 || d.width <= 4096) return img;
+  int w = 4096;
+  if (d.width / w > 16384) w = (d.width / 16384 + 63) / 64 * 64;
+  ImageRef v = img;
+  v.desc.width = w;
+  v.desc.height = d.width / w;
+  v.pitch = size_t(w) * d.channels * pixel_type_bytes(d.type);
+  return v;
 }
 
 Range symmetric_range(const ImageRef& img) {
@@ -96,7 +102,7 @@ std::vector<uint32_t> to_rgba(const ImageRef& img, Range r, Colormap c) {
           px = rgba(g, g, g);
         }
       } else {
-        px = map_value(img.view<const float>().at(x, y), r, c);
+        px = map_value(float(pixel_value(img, x, y)), r, c);
       }
     }
   return out;

@@ -17,6 +17,11 @@ struct Range {
 
 // The range of the finite values of a float image (all channels); {0, 1} when there are none.
 Range auto_range(const ImageRef& img);
+
+// A long one-row array (a playground's reduce, scan or sort data) folded into rows so that it
+// fits a texture: 4096 wide (wider when that would exceed 16384 rows); the last partial row is
+// not shown. Other images are returned as they are. The data must be contiguous (one row is).
+ImageRef display_view(const ImageRef& img);
 // Symmetric range [-m, m], m = max |value|, for signed maps (gradients, Harris, differences).
 Range symmetric_range(const ImageRef& img);
 

@@ -17,14 +17,14 @@ std::string probe_text(const HostImage& out, const HostImage* ref, int x, int y)
       std::snprintf(buf, sizeof buf, "(%d, %d)\nvalue %d", x, y, v.at(x, y));
     return buf;
   }
-  return probe_value_text(out.view<float>().at(x, y), ref && ref->desc() == d ? ref : nullptr, x,
-                          y);
+  return probe_value_text(float(pixel_value(out.ref(), x, y)),
+                          ref && ref->desc() == d ? ref : nullptr, x, y);
 }
 
 std::string probe_value_text(float g, const HostImage* ref, int x, int y) {
   char buf[256];
   if (ref && x < ref->desc().width && y < ref->desc().height) {
-    const float r = ref->view<float>().at(x, y);
+    const float r = float(pixel_value(ref->ref(), x, y));
     std::snprintf(buf, sizeof buf, "(%d, %d)\noutput     %.7g\nreference  %.7g\ndifference %.3g", x,
                   y, g, r, double(g) - double(r));
   } else {

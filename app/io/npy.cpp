@@ -156,7 +156,10 @@ class HeaderParser {
 
 void write_npy(const std::string& path, const HostImage& img) {
   const ImageDesc& d = img.desc();
-  std::string dict = std::string("{'descr': '") + (d.type == PixelType::F32 ? "<f4" : "|u1") +
+  std::string dict = std::string("{'descr': '") +
+                     (d.type == PixelType::F32   ? "<f4"
+                      : d.type == PixelType::U32 ? "<u4"
+                                                 : "|u1") +
                      "', 'fortran_order': False, 'shape': (" + std::to_string(d.height) + ", " +
                      std::to_string(d.width);
   if (d.channels != 1) dict += ", " + std::to_string(d.channels);
@@ -181,7 +184,7 @@ void write_npy(const std::string& path, const HostImage& img) {
   bool ok = std::fwrite(header.data(), 1, header.size(), f.get()) == header.size();
   const size_t bytes = d.bytes();
   if (ok && bytes > 0) {
-    if (d.type == PixelType::F32 && !little_endian()) {
+    if (d.type != PixelType::U8 && !little_endian()) {
       std::vector<uint8_t> tmp(img.bytes(), img.bytes() + bytes);
       swap_f32(tmp.data(), bytes);
       ok = std::fwrite(tmp.data(), 1, bytes, f.get()) == bytes;
@@ -254,10 +257,13 @@ HostImage read_npy(const std::string& path) {
   PixelType type;
   if (descr == "<f4") {
     type = PixelType::F32;
+  } else if (descr == "<u4") {
+    type = PixelType::U32;
   } else if (descr == "|u1" || descr == "<u1" || descr == ">u1") {
     type = PixelType::U8;
   } else {
-    fail(ErrorKind::Data, path, "unsupported dtype '" + descr + "' (expected '<f4' or '|u1')");
+    fail(ErrorKind::Data, path,
+         "unsupported dtype '" + descr + "' (expected '<f4', '<u4' or '|u1')");
   }
   if (fortran) fail(ErrorKind::Data, path, "Fortran-order arrays are not supported");
   if (shape.size() != 2 && shape.size() != 3) {
@@ -299,7 +305,7 @@ HostImage read_npy(const std::string& path) {
   if (bytes > 0 && !read_exact(img.bytes(), bytes)) {
     fail(ErrorKind::Data, path, "truncated: data ends early");
   }
-  if (type == PixelType::F32 && !little_endian()) swap_f32(img.bytes(), bytes);
+  if (type != PixelType::U8 && !little_endian()) swap_f32(img.bytes(), bytes);
   return img;
 }
 

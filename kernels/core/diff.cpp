@@ -10,22 +10,14 @@
 
 namespace lab {
 
-namespace {
-template <typename T>
-double value_at(const HostImage& img, int x, int y, int c) {
-  return double(img.view<T>().at(x, y, c));
-}
-}  // namespace
-
 DiffStats diff_images(const HostImage& got, const HostImage& ref, const Tolerance& tol,
                       const std::string& slot) {
   if (got.desc() != ref.desc())
     throw Error(ErrorKind::Internal,
                 "diff: output " + got.desc().str() + " vs reference " + ref.desc().str());
   const ImageDesc& d = ref.desc();
-  const bool f32 = d.type == PixelType::F32;
-  auto at = [&](const HostImage& img, int x, int y, int c) {
-    return f32 ? value_at<float>(img, x, y, c) : value_at<uint8_t>(img, x, y, c);
+  auto at = [](const HostImage& img, int x, int y, int c) {
+    return pixel_value(img.ref(), x, y, c);
   };
   DiffStats s;
   for (int y = 0; y < d.height; ++y)

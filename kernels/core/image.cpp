@@ -14,7 +14,7 @@
 namespace lab {
 
 const char* pixel_type_name(PixelType t) {
-  return t == PixelType::U8 ? "u8" : "f32";
+  return t == PixelType::U8 ? "u8" : t == PixelType::F32 ? "f32" : "u32";
 }
 
 std::string ImageDesc::str() const {

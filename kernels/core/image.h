@@ -13,15 +13,11 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__CUDACC__)
-#define LAB_HD __host__ __device__ __forceinline__
-#else
-#define LAB_HD inline
-#endif
+#include "image_view.h"
 
 namespace lab {
 
-enum class PixelType : uint8_t { U8, F32 };
+enum class PixelType : uint8_t { U8, F32, U32 };  // U32: integer playgrounds (scan, sort)
 
 inline size_t pixel_type_bytes(PixelType t) {
   return t == PixelType::U8 ? 1 : 4;
@@ -45,22 +41,6 @@ struct ImageDesc {
   std::string str() const;  // "1280x736x1 f32"
 };
 
-// Pitch is in bytes. Channels are interleaved (BGR BGR ...), x innermost.
-template <typename T>
-struct ImageView {
-  T* data = nullptr;
-  int width = 0;
-  int height = 0;
-  int channels = 1;
-  size_t pitch = 0;
-
-  LAB_HD T* row(int y) const {
-    return reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<std::remove_const_t<T>*>(data)) +
-                                size_t(y) * pitch);
-  }
-  LAB_HD T& at(int x, int y, int c = 0) const { return row(y)[size_t(x) * channels + c]; }
-};
-
 // A type-erased reference to an image in host or device memory.
 struct ImageRef {
   ImageDesc desc;
@@ -72,6 +52,19 @@ struct ImageRef {
     return {static_cast<T*>(data), desc.width, desc.height, desc.channels, pitch};
   }
 };
+
+// One channel value of a host image as a double, whatever its pixel type.
+inline double pixel_value(const ImageRef& img, int x, int y, int c = 0) {
+  switch (img.desc.type) {
+    case PixelType::U8:
+      return img.view<const uint8_t>().at(x, y, c);
+    case PixelType::U32:
+      return img.view<const uint32_t>().at(x, y, c);
+    case PixelType::F32:
+      break;
+  }
+  return img.view<const float>().at(x, y, c);
+}
 
 class HostImage {
  public:

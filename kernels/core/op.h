@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check.h"
@@ -18,6 +20,8 @@
 #include "params.h"
 
 namespace lab {
+
+class LiveKernel;
 
 enum class MathMode : uint8_t { Precise = 0, Fast = 1 };
 const char* math_name(MathMode m);
@@ -103,7 +107,33 @@ struct VariantDef {
   // Non-empty for a variant whose result may legitimately differ from the reference (the
   // histogram top-K): what differs and what the comparison then holds it to.
   std::string approx;
+  // The teaching story's prediction for this step: what should move, and why (bench --lab and
+  // the GUI print it beside the measurement).
+  std::string expect;
+  // A library implementation (cuBLAS, CUB, Thrust) that the other variants are measured against:
+  // bench gives every row's percent of the first ceiling variant's time in the same run.
+  bool ceiling = false;
+  // "Edit a copy" (live kernels): the call user_kernel makes to this variant's kernel in its
+  // op's <op>_kernels.cuh, e.g. "blur_v4_rows_kernel<8>(in[0], out[0])" (empty: no single-kernel
+  // form); whether the kernel had __launch_bounds__ (user_kernel then gets them); its outputs
+  // per thread in x and y (the grid).
+  std::string live_call;
+  bool live_bounds = false;
+  int live_px = 1, live_rows = 1;
+  // A live (NVRTC-compiled) variant: the runner launches it through launch_live().
+  std::shared_ptr<const LiveKernel> live;
 };
+
+// Playgrounds (kernels/lab/): an op that is a pipeline of its own, over inputs made from a size
+// and a seed instead of a camera. The first slot is named "input".
+using LabSlots = std::vector<std::pair<std::string, ImageDesc>>;
+// The input slots for a size spec ("4096x4096x4096", "268435456"); throws Error(Usage) for a
+// spec it cannot take, saying the accepted form.
+using LabInputsFn = LabSlots (*)(const std::string& size);
+// Fills those images (allocated to the LabSlots descs), deterministically from the seed.
+using LabFillFn = void (*)(uint64_t seed, std::vector<HostImage>& imgs);
+// Floating-point operations of one run of the stage (GFLOP/s columns); null: bandwidth-bound.
+using FlopsFn = double (*)(const std::vector<ImageDesc>& in, const ParamMap& p);
 
 struct OpDef {
   std::string name;
@@ -119,6 +149,13 @@ struct OpDef {
   CompareFn compare = nullptr;  // null: every output value against the tolerance
   std::vector<VariantDef> variants;
   std::string default_variant;  // the pipeline's choice; empty: the last (most refined) variant
+  // Playground ops only (null/empty for the image pipeline's stages).
+  LabInputsFn lab_inputs = nullptr;
+  LabFillFn lab_fill = nullptr;
+  std::string lab_size_help;  // the size spec's form and meaning: "MxNxK: C(MxN) = A(MxK) B(KxN)"
+  std::string lab_default_size;  // what the GUI and the CLI start with
+  std::string story;             // the playground's lesson, a short paragraph
+  FlopsFn flops = nullptr;
 };
 
 }  // namespace lab

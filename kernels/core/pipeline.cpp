@@ -38,19 +38,72 @@ std::string ResolvedStage::label() const {
   return op->def.name + "/" + variant_def().name + " " + block.str() + " " + math_name(math);
 }
 
+namespace {
+StageConfig stage_config(const std::string& op) {
+  StageConfig s;
+  s.op = op;
+  return s;
+}
+}  // namespace
+
 std::vector<std::string> pipeline_names() {
-  return {"keypoints", "harris"};
+  std::vector<std::string> names{"keypoints", "harris"};
+  for (const Op& op : registry())
+    if (op.def.lab_inputs) names.push_back(op.def.name);
+  return names;
 }
 
 PipelineConfig default_pipeline(const std::string& name) {
-  if (name != "keypoints" && name != "harris")
-    throw Error(ErrorKind::Usage, "unknown pipeline '" + name + "' (known: keypoints, harris)");
   PipelineConfig p;
-  for (const Op& op : registry()) {
-    p.stages.push_back({op.def.name, "", std::nullopt, MathMode::Precise, {}});
-    if (name == "harris" && op.def.name == "harris") break;
+  if (name == "keypoints" || name == "harris") {
+    for (const Op& op : registry()) {
+      if (op.def.lab_inputs) break;  // the playgrounds follow the image pipeline's stages
+      p.stages.push_back(stage_config(op.def.name));
+      if (name == "harris" && op.def.name == "harris") break;
+    }
+    return p;
   }
-  return p;
+  for (const Op& op : registry())
+    if (op.def.lab_inputs && op.def.name == name) {
+      p.stages.push_back(stage_config(op.def.name));
+      return p;
+    }
+  std::string known;
+  for (const auto& n : pipeline_names()) known += (known.empty() ? "" : ", ") + n;
+  throw Error(ErrorKind::Usage, "unknown pipeline '" + name + "' (known: " + known + ")");
+}
+
+const Op* playground_of(const PipelineConfig& p) {
+  if (p.stages.size() != 1) return nullptr;
+  const Op& op = find_op(p.stages[0].op);
+  return op.def.lab_inputs ? &op : nullptr;
+}
+
+const Op* find_playground(const std::string& name) {
+  for (const Op& op : registry())
+    if (op.def.lab_inputs && op.def.name == name) return &op;
+  return nullptr;
+}
+
+LabInputs make_lab_inputs(const Op& op, const std::string& size, uint64_t seed) {
+  if (!op.def.lab_inputs) throw Error(ErrorKind::Usage, op.def.name + " is not a playground");
+  const std::string spec = size.empty() ? op.def.lab_default_size : size;
+  LabInputs in;
+  in.size = spec;
+  in.seed = seed;
+  const LabSlots slots = op.def.lab_inputs(spec);
+  std::vector<HostImage> imgs;
+  for (const auto& [name, desc] : slots) {
+    // A generated input lives in host memory as well as on the GPU: refuse what cannot fit.
+    if (desc.bytes() > (size_t(4) << 30))
+      throw Error(ErrorKind::Usage, op.def.name + " size " + spec + ": slot " + name + " (" +
+                                        desc.str() + ") is over 4 GiB");
+    imgs.emplace_back(desc);
+  }
+  op.def.lab_fill(seed, imgs);
+  for (size_t k = 0; k < slots.size(); ++k)
+    in.slots.emplace_back(slots[k].first, std::move(imgs[k]));
+  return in;
 }
 
 std::string block_refusal(const VariantDef& v, Block b, const DeviceInfo* dev) {
@@ -76,9 +129,10 @@ std::string block_refusal(const VariantDef& v, Block b, const DeviceInfo* dev) {
 std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* dev) {
   std::vector<ResolvedStage> out;
   for (const StageConfig& s : p.stages) {
-    const Op& op = find_op(s.op);
+    const Op& op = s.custom ? *s.custom : find_op(s.op);
     ResolvedStage r;
     r.op = &op;
+    r.custom = s.custom;
     r.math = s.math;
     r.enabled = s.enabled;
     if (s.variant.empty()) {

@@ -2,8 +2,11 @@
 // parameters. The same configuration drives the CLI, the GUI, presets and tests.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device.h"
@@ -21,6 +24,9 @@ struct StageConfig {
   // Off: the stage is not launched. Its output passes its input through when their shapes match
   // (blur off: sobel sees the unblurred image), else it is zero-filled.
   bool enabled = true;
+  // A live kernel's op (make_live_op): the registry's op plus the "user" variant. Null: the
+  // registry's op named `op`.
+  std::shared_ptr<const Op> custom;
 };
 
 struct PipelineConfig {
@@ -30,6 +36,7 @@ struct PipelineConfig {
 // A stage checked against the registry and the device.
 struct ResolvedStage {
   const Op* op = nullptr;
+  std::shared_ptr<const Op> custom;  // keeps a live kernel's op alive (op points into it)
   size_t variant = 0;
   Block block;
   MathMode math = MathMode::Precise;
@@ -57,7 +64,8 @@ inline bool optional_slot(const std::string& s) {
 }
 
 // The named pipelines: "keypoints" (every stage: letterbox -> blur -> sobel -> harris -> nms ->
-// topk -> sample -> l2norm) and "harris" (the dense part, up to the Harris response).
+// topk -> sample -> l2norm), "harris" (the dense part, up to the Harris response), then one per
+// playground ("matmul", "reduce", ...: a single stage over inputs made from a size and a seed).
 std::vector<std::string> pipeline_names();
 // Every stage of the named pipeline at its default; throws Error(Usage) listing the names.
 PipelineConfig default_pipeline(const std::string& name = "keypoints");
@@ -66,6 +74,21 @@ PipelineConfig default_pipeline(const std::string& name = "keypoints");
 // shapes the variant was written or instantiated for, or more shared memory than the device
 // gives a block. `dev` may be null (no GPU: the device limits are not checked).
 std::string block_refusal(const VariantDef& variant, Block block, const DeviceInfo* dev);
+
+// The playground op a pipeline runs, or null for an image pipeline.
+const Op* playground_of(const PipelineConfig& p);
+// The playground of that name, or null.
+const Op* find_playground(const std::string& name);
+
+// A playground's generated inputs: its slots in order, the first named "input".
+struct LabInputs {
+  std::string size;  // the spec they were made for
+  uint64_t seed = 0;
+  std::vector<std::pair<std::string, HostImage>> slots;
+  std::string describe() const { return "generated " + size + ", seed " + std::to_string(seed); }
+};
+// Makes them; an empty size takes the playground's default. Throws Error(Usage) for a bad size.
+LabInputs make_lab_inputs(const Op& op, const std::string& size, uint64_t seed);
 
 // Validates every stage; throws Error(Usage) naming the stage and the problem.
 std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* dev);

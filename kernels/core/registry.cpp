@@ -10,6 +10,13 @@ OpDef nms_op();
 OpDef topk_op();
 OpDef sample_op();
 OpDef l2norm_op();
+OpDef matmul_op();
+OpDef reduce_op();
+OpDef scan_op();
+OpDef sort_op();
+OpDef transpose_op();
+OpDef access_op();
+OpDef branch_op();
 }  // namespace ops::precise
 namespace ops::fast {
 OpDef letterbox_op();
@@ -20,6 +27,13 @@ OpDef nms_op();
 OpDef topk_op();
 OpDef sample_op();
 OpDef l2norm_op();
+OpDef matmul_op();
+OpDef reduce_op();
+OpDef scan_op();
+OpDef sort_op();
+OpDef transpose_op();
+OpDef access_op();
+OpDef branch_op();
 }  // namespace ops::fast
 
 namespace {
@@ -38,7 +52,8 @@ Op merge(OpDef precise, const OpDef& fast) {
 
 }  // namespace
 
-// The pipeline order. To add an op: its file in kernels/ops/, CMake's LAB_OPS, one line here.
+// The pipeline order, then the playgrounds. To add an op: its file in kernels/ops/ (or
+// kernels/lab/), CMake's LAB_OPS, one line here.
 const std::vector<Op>& registry() {
   static const std::vector<Op> ops = {
       merge(ops::precise::letterbox_op(), ops::fast::letterbox_op()),
@@ -49,6 +64,14 @@ const std::vector<Op>& registry() {
       merge(ops::precise::topk_op(), ops::fast::topk_op()),
       merge(ops::precise::sample_op(), ops::fast::sample_op()),
       merge(ops::precise::l2norm_op(), ops::fast::l2norm_op()),
+      // The playgrounds (kernels/lab/), each a pipeline of its own.
+      merge(ops::precise::matmul_op(), ops::fast::matmul_op()),
+      merge(ops::precise::reduce_op(), ops::fast::reduce_op()),
+      merge(ops::precise::scan_op(), ops::fast::scan_op()),
+      merge(ops::precise::sort_op(), ops::fast::sort_op()),
+      merge(ops::precise::transpose_op(), ops::fast::transpose_op()),
+      merge(ops::precise::access_op(), ops::fast::access_op()),
+      merge(ops::precise::branch_op(), ops::fast::branch_op()),
   };
   return ops;
 }

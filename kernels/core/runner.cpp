@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "delay.h"
+#include "live.h"
 #include "sm87_resources.h"
 
 namespace lab {
@@ -148,8 +149,35 @@ Runner::~Runner() {
   if (m_stream) cudaStreamDestroy(m_stream);
 }
 
+void Runner::configure_lab(const PipelineConfig& pipeline, const LabInputs& in) {
+  if (!playground_of(pipeline) || in.slots.empty())
+    throw Error(ErrorKind::Internal, "configure_lab: not a playground with inputs");
+  for (const auto& name : m_lab_extra) m_extra.erase(name);
+  m_lab_extra.clear();
+  for (size_t k = 1; k < in.slots.size(); ++k) {
+    set_extra_slot(in.slots[k].first, in.slots[k].second.desc());
+    m_lab_extra.push_back(in.slots[k].first);
+  }
+  configure(pipeline, in.slots[0].second.desc());
+  // Generated once, not streamed: a plain upload into device memory, whatever the upload mode.
+  Slot& input = m_slots.at("input");
+  input.mapped = ImageRef{};
+  if (m_backend == Backend::Cuda) {
+    LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
+    upload(in.slots[0].second, input.dev, m_stream);
+  } else {
+    input.host = in.slots[0].second;
+  }
+  for (size_t k = 1; k < in.slots.size(); ++k) write_slot(in.slots[k].first, in.slots[k].second);
+  reset_graph();
+}
+
 void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
   if (input.empty()) throw Error(ErrorKind::Data, "the input image is empty");
+  if (!playground_of(pipeline)) {  // an image pipeline: a playground's slots are dropped
+    for (const auto& name : m_lab_extra) m_extra.erase(name);
+    m_lab_extra.clear();
+  }
   std::vector<ResolvedStage> stages =
       resolve(pipeline, m_backend == Backend::Cuda ? &device_info() : nullptr);
   // Shapes first, so that a bad input leaves the runner as it was.
@@ -298,8 +326,8 @@ void Runner::stage_pinned(const HostImage& img, bool mapped) {
 }
 
 // Sends `img` into `dst` in the upload mode. Pinned: asynchronous on the copy stream, the
-// compute stream waits on its end event; pageable: synchronous.
-void Runner::send_input(const HostImage& img, DeviceImage& dst) {
+// compute stream waits on its end event (unless the caller orders it later); pageable: synchronous.
+void Runner::send_input(const HostImage& img, DeviceImage& dst, bool order_compute) {
   const ImageDesc& d = img.desc();
   if (m_upload == UploadMode::Pageable) {
     LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[0], m_stream));
@@ -328,7 +356,7 @@ void Runner::send_input(const HostImage& img, DeviceImage& dst) {
   LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), src, src_pitch, d.row_bytes(),
                                    size_t(d.height), cudaMemcpyHostToDevice, m_copy_stream));
   LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[1], m_copy_stream));
-  LAB_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_up_ev[1], 0));
+  if (order_compute) LAB_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_up_ev[1], 0));
   m_upload_pending = true;
 }
 
@@ -367,9 +395,13 @@ void Runner::run_overlapped(const HostImage& next) {
   if (next.desc() != in.desc)
     throw Error(ErrorKind::Internal, "input is " + in.desc.str() + ", given " + next.desc().str());
   if (m_input_spare.desc() != in.desc) m_input_spare = DeviceImage(in.desc);
+  // The next frame's copy is queued first, so that it runs under this frame's kernels whatever
+  // the host does while it enqueues them; the spare buffer is free (the last frame that read it
+  // has been collected). The compute stream waits for the copy only after this frame's stages.
+  send_input(next, m_input_spare, false);
   m_launches.clear();
-  enqueue_all();                    // this frame, on the current input
-  send_input(next, m_input_spare);  // the next one, meanwhile, into the spare buffer
+  enqueue_all();  // this frame, on the current input
+  LAB_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_up_ev[1], 0));
   collect();
   std::swap(in.dev, m_input_spare);  // the next run reads what was just sent
 }
@@ -402,7 +434,10 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
     return;
   }
   Context ctx(*this, i);
-  s.op->launcher(s.variant, s.math)(ctx, args);
+  if (const auto& live = s.variant_def().live)
+    launch_live(ctx, args, *live, s.op->def.params);
+  else
+    s.op->launcher(s.variant, s.math)(ctx, args);
 }
 
 void Runner::enqueue_all() {

@@ -84,6 +84,9 @@ class Runner {
   // Throws Error(Usage) for a bad stage/variant/block/parameter, Error(Data) for an input the
   // first stage cannot take.
   void configure(const PipelineConfig& pipeline, const ImageDesc& input);
+  // A playground (pipeline with one lab op): its generated slots become "input" and extra slots,
+  // the pipeline is configured for them and they are sent to the device.
+  void configure_lab(const PipelineConfig& pipeline, const LabInputs& in);
   const std::vector<ResolvedStage>& stages() const { return m_stages; }
   // The configuration last applied by configure().
   const PipelineConfig& pipeline() const { return m_pipeline; }
@@ -194,7 +197,7 @@ class Runner {
   void enqueue_all();
   void bypass(size_t i);
   void stage_pinned(const HostImage& img, bool mapped);
-  void send_input(const HostImage& img, DeviceImage& dst);
+  void send_input(const HostImage& img, DeviceImage& dst, bool order_compute = true);
   void free_pinned();
   void reset_graph();
   const FuncInfo& func_info(const void* func);
@@ -217,6 +220,7 @@ class Runner {
   cudaEvent_t m_up_ev[2] = {nullptr, nullptr};  // copy start, copy end (= ready)
   std::shared_ptr<const uint8_t> m_inflight;    // a pinned frame an async copy still reads
   std::map<std::string, ImageDesc> m_extra;
+  std::vector<std::string> m_lab_extra;  // the extra slots a playground's inputs added
   bool m_use_graph = false, m_untimed_launches = false, m_frame_pair = false, m_per_launch = true;
   cudaGraph_t m_graph = nullptr;
   cudaGraphExec_t m_graph_exec = nullptr;
