@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "device_util.cuh"
 #include "op.h"
 
 namespace lab {
@@ -30,10 +31,6 @@ void library_call(LaunchContext& ctx, const char* name, F&& call) {
 // Grid covering a w x h image with `block`; grids overshoot, kernels bounds-check.
 inline dim3 grid_2d(int w, int h, Block block) {
   return dim3(unsigned((w + block.x - 1) / block.x), unsigned((h + block.y - 1) / block.y));
-}
-
-__device__ __forceinline__ int clampi(int v, int lo, int hi) {
-  return min(max(v, lo), hi);
 }
 
 }  // namespace lab

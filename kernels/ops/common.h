@@ -27,4 +27,16 @@ inline std::vector<Block> warp_rows_blocks() {
   return {{32, 4}, {32, 8}, {64, 4}, {32, 16}, {64, 2}, {128, 2}, {128, 1}, {256, 1}};
 }
 
+// "Edit a copy" for a variant whose work is one kernel launch: the call user_kernel makes (see
+// VariantDef::live_call), its outputs per thread in x and y, and whether it has launch bounds.
+inline void set_live_copy(OpDef& op, const std::string& variant, const std::string& call,
+                          int px = 1, int rows = 1, bool bounds = false) {
+  for (VariantDef& v : op.variants)
+    if (v.name == variant) {
+      v.live_call = call, v.live_px = px, v.live_rows = rows, v.live_bounds = bounds;
+      return;
+    }
+  throw Error(ErrorKind::Internal, op.name + ": no variant " + variant + " to copy");
+}
+
 }  // namespace lab::ops

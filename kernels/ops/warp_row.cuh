@@ -5,7 +5,7 @@
 // return before the shuffles). Needs blockDim.x to be a multiple of 32.
 #pragma once
 
-#include "launch.cuh"
+#include "device_util.cuh"
 
 namespace lab::ops {
 

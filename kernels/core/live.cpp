@@ -1,0 +1,432 @@
+#include "live.h"
+
+#include <cuda_runtime_api.h>
+#include <nvrtc.h>
+
+#include <chrono>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <sstream>
+
+#include "check.h"
+#include "device.h"
+#include "live_sources.h"
+#include "pipeline.h"
+
+namespace lab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kFileName = "user_kernel.cu";
+
+void check_nvrtc(nvrtcResult r, const char* what) {
+  if (r != NVRTC_SUCCESS)
+    throw Error(ErrorKind::Unavailable,
+                std::string("NVRTC ") + what + " failed: " + nvrtcGetErrorString(r));
+}
+
+// The host side of lab_live.cuh's Inputs, Outputs and Params (the same layout: ImageView is one
+// type on both sides).
+struct Inputs {
+  ImageView<const float> img[4];
+  int count;
+};
+struct Outputs {
+  ImageView<float> img[4];
+  int count;
+};
+struct LiveParams {
+  float v[8];
+  int count;
+};
+static_assert(sizeof(ImageView<float>) == 32, "ImageView's layout is part of the live ABI");
+
+// Libraries stay loaded for the whole process: a kernel handle is then never reused for another
+// kernel, so the runner's per-kernel attribute cache cannot mix two builds up.
+std::mutex g_libraries_mutex;
+std::vector<cudaLibrary_t> g_libraries;
+
+}  // namespace
+
+int live_arch(const LiveOptions& o) {
+  if (o.arch > 0) return o.arch;
+  const DeviceInfo& d = device_info();
+  return d.present ? d.major * 10 + d.minor : 87;
+}
+
+namespace {
+const char* const kOptionsTag = "// @lab ";
+
+std::string options_line(const LiveOptions& o) {
+  return std::string(kOptionsTag) + "block=" + o.block.str() + " px=" + std::to_string(o.px) +
+         " rows=" + std::to_string(o.rows) + " fast_math=" + (o.fast_math ? "1" : "0") +
+         " maxrregcount=" + std::to_string(o.max_regs) + " lineinfo=" + (o.line_info ? "1" : "0");
+}
+}  // namespace
+
+LiveOptions read_live_options(const std::string& source, LiveOptions o) {
+  std::istringstream in(source);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(kOptionsTag, 0) != 0) continue;
+    std::istringstream words(line.substr(std::strlen(kOptionsTag)));
+    std::string w;
+    while (words >> w) {
+      const size_t eq = w.find('=');
+      const std::string key = w.substr(0, eq),
+                        value = eq == std::string::npos ? "" : w.substr(eq + 1);
+      auto number = [&](int lo, int hi) {
+        char* end = nullptr;
+        const long v = std::strtol(value.c_str(), &end, 10);
+        if (value.empty() || *end || v < lo || v > hi)
+          throw Error(ErrorKind::Data, "@lab " + key + "=" + value + ": expected " +
+                                           std::to_string(lo) + " to " + std::to_string(hi));
+        return int(v);
+      };
+      if (key == "block") {
+        const auto b = parse_wxh(value);
+        if (!b || b->threads() > 1024 || b->x < 1 || b->y < 1)
+          throw Error(ErrorKind::Data,
+                      "@lab block=" + value + ": expected WxH, at most 1024 threads");
+        o.block = *b;
+      } else if (key == "px") {
+        o.px = number(1, 64);
+      } else if (key == "rows") {
+        o.rows = number(1, 64);
+      } else if (key == "fast_math") {
+        o.fast_math = number(0, 1) == 1;
+      } else if (key == "maxrregcount") {
+        o.max_regs = number(0, 255);
+      } else if (key == "lineinfo") {
+        o.line_info = number(0, 1) == 1;
+      } else {
+        throw Error(ErrorKind::Data, "@lab: unknown option '" + key +
+                                         "' (block, px, rows, fast_math, maxrregcount, lineinfo)");
+      }
+    }
+    break;  // the first such line counts
+  }
+  return o;
+}
+
+std::string with_live_options(const std::string& source, const LiveOptions& o) {
+  std::istringstream in(source);
+  std::string line, rest;
+  bool replaced = false;
+  while (std::getline(in, line)) {
+    if (!replaced && line.rfind(kOptionsTag, 0) == 0) {
+      rest += options_line(o) + "\n";
+      replaced = true;
+      continue;
+    }
+    rest += line + "\n";
+  }
+  return replaced ? rest : options_line(o) + "\n" + rest;
+}
+
+std::vector<std::string> live_nvrtc_options(const LiveOptions& o) {
+  std::vector<std::string> v = {
+      "-arch=sm_" + std::to_string(live_arch(o)),
+      "--std=c++17",
+      "--pre-include=lab_live.cuh",
+      "-DLAB_MATH_NS=live",
+      "-DLAB_BLOCK_X=" + std::to_string(o.block.x),
+      "-DLAB_BLOCK_Y=" + std::to_string(o.block.y),
+      "-DLAB_PX=" + std::to_string(o.px),
+      "-DLAB_ROWS=" + std::to_string(o.rows),
+  };
+  if (o.fast_math) v.push_back("--use_fast_math");
+  if (o.max_regs > 0) v.push_back("-maxrregcount=" + std::to_string(o.max_regs));
+  if (o.line_info) v.push_back("-lineinfo");
+  return v;
+}
+
+std::vector<LiveDiagnostic> parse_nvrtc_log(const std::string& log) {
+  // "user_kernel.cu(12): error: identifier "q" is undefined"
+  // "user_kernel.cu(3): warning #177-D: variable "x" was declared but never referenced"
+  static const std::regex line_re(R"(^(.*)\((\d+)\): (error|warning)[^:]*: (.*)$)");
+  std::vector<LiveDiagnostic> out;
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, line_re)) {
+      LiveDiagnostic d;
+      // A message inside one of the lab's headers is reported at line 0 with the header named.
+      const bool user = m[1].str() == kFileName;
+      d.line = user ? std::atoi(m[2].str().c_str()) : 0;
+      d.error = m[3].str() == "error";
+      d.message = user ? m[4].str() : m[1].str() + "(" + m[2].str() + "): " + m[4].str();
+      out.push_back(std::move(d));
+    } else if (line.find("error") != std::string::npos && line.find(": ") != std::string::npos &&
+               line.rfind("At end of source", 0) == 0) {
+      out.push_back({0, true, line});
+    }
+  }
+  return out;
+}
+
+LiveBuild live_compile(const std::string& source, const LiveOptions& o) {
+  LiveBuild b;
+  b.source = source;
+  b.options = o;
+  b.arch = live_arch(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<const char*> names, texts;
+  for (size_t i = 0; i < kLiveFileCount; ++i)
+    names.push_back(kLiveFiles[i].name), texts.push_back(kLiveFiles[i].text);
+  nvrtcProgram prog = nullptr;
+  check_nvrtc(nvrtcCreateProgram(&prog, source.c_str(), kFileName, int(names.size()), texts.data(),
+                                 names.data()),
+              "nvrtcCreateProgram");
+  struct Destroy {
+    nvrtcProgram* p;
+    ~Destroy() { nvrtcDestroyProgram(p); }
+  } destroy{&prog};
+  check_nvrtc(nvrtcAddNameExpression(prog, "user_kernel"), "nvrtcAddNameExpression");
+  const std::vector<std::string> opts = live_nvrtc_options(o);
+  std::vector<const char*> argv;
+  for (const auto& s : opts) argv.push_back(s.c_str());
+  const nvrtcResult r = nvrtcCompileProgram(prog, int(argv.size()), argv.data());
+  size_t n = 0;
+  check_nvrtc(nvrtcGetProgramLogSize(prog, &n), "nvrtcGetProgramLogSize");
+  b.log.resize(n);
+  if (n) check_nvrtc(nvrtcGetProgramLog(prog, &b.log[0]), "nvrtcGetProgramLog");
+  while (!b.log.empty() && (b.log.back() == '\0' || b.log.back() == '\n')) b.log.pop_back();
+  b.diagnostics = parse_nvrtc_log(b.log);
+  if (r == NVRTC_ERROR_COMPILATION) {
+    if (b.diagnostics.empty()) b.diagnostics.push_back({0, true, b.log});
+    b.compile_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return b;
+  }
+  check_nvrtc(r, "nvrtcCompileProgram");
+  const char* lowered = nullptr;
+  if (nvrtcGetLoweredName(prog, "user_kernel", &lowered) != NVRTC_SUCCESS || !lowered) {
+    b.diagnostics.push_back({0, true,
+                             "no kernel named user_kernel: the entry point must be __global__ void "
+                             "user_kernel(Inputs in, Outputs out, Params p)"});
+    return b;
+  }
+  b.lowered_name = lowered;
+  size_t ptx = 0, cubin = 0;
+  check_nvrtc(nvrtcGetPTXSize(prog, &ptx), "nvrtcGetPTXSize");
+  b.ptx.resize(ptx);
+  if (ptx) check_nvrtc(nvrtcGetPTX(prog, &b.ptx[0]), "nvrtcGetPTX");
+  while (!b.ptx.empty() && b.ptx.back() == '\0') b.ptx.pop_back();
+  check_nvrtc(nvrtcGetCUBINSize(prog, &cubin), "nvrtcGetCUBINSize");
+  b.cubin.resize(cubin);
+  if (cubin) check_nvrtc(nvrtcGetCUBIN(prog, b.cubin.data()), "nvrtcGetCUBIN");
+  b.ok = !b.cubin.empty();
+  b.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return b;
+}
+
+LiveKernel::LiveKernel(LiveBuild build) : m_build(std::move(build)) {
+  if (!m_build.ok) throw Error(ErrorKind::Usage, "the kernel did not compile");
+  const DeviceInfo& d = device_info();
+  if (!d.present) throw Error(ErrorKind::Unavailable, "loading a kernel needs a CUDA device");
+  if (m_build.arch != d.major * 10 + d.minor)
+    throw Error(ErrorKind::Usage, "the kernel was compiled for sm_" + std::to_string(m_build.arch) +
+                                      ", this GPU is " + d.arch());
+  const auto t0 = std::chrono::steady_clock::now();
+  cudaLibrary_t lib = nullptr;
+  LAB_CUDA_CHECK(
+      cudaLibraryLoadData(&lib, m_build.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  {
+    std::lock_guard<std::mutex> lock(g_libraries_mutex);
+    g_libraries.push_back(lib);
+  }
+  cudaKernel_t kernel = nullptr;
+  LAB_CUDA_CHECK(cudaLibraryGetKernel(&kernel, lib, m_build.lowered_name.c_str()));
+  m_func = reinterpret_cast<const void*>(kernel);
+  cudaFuncAttributes a{};
+  LAB_CUDA_CHECK(cudaFuncGetAttributes(&a, m_func));
+  regs = a.numRegs;
+  static_smem = a.sharedSizeBytes;
+  local_bytes = a.localSizeBytes;
+  max_threads = a.maxThreadsPerBlock;
+  m_load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string live_refusal(const Op& op) {
+  if (op.def.inputs.size() > 4 || op.def.outputs.size() > 4)
+    return op.def.name + " has more than 4 inputs or outputs";
+  // A fused variant's optional inputs (nms's reliability?) are not offered to a live kernel.
+  static const char* const planes[] = {"blur",      "sobel",  "harris", "nms",
+                                       "transpose", "access", "branch"};
+  for (const char* p : planes)
+    if (op.def.name == p) return "";
+  return op.def.name +
+         " does not read and write float planes only (live kernels take blur, sobel, harris, "
+         "nms, transpose, access and branch)";
+}
+
+void launch_live(LaunchContext& ctx, const StageArgs& a, const LiveKernel& k,
+                 const std::vector<ParamSpec>& specs) {
+  Inputs ins{};
+  Outputs outs{};
+  auto plane = [](const ImageRef& r, const char* what, size_t i) {
+    if (r.desc.type != PixelType::F32 || r.desc.channels != 1)
+      throw Error(ErrorKind::Usage, std::string("a live kernel's ") + what + " " +
+                                        std::to_string(i) + " must be a float plane, not " +
+                                        r.desc.str());
+  };
+  if (a.in.size() > 4 || a.out.size() > 4 || a.out.empty())
+    throw Error(ErrorKind::Usage, "a live kernel takes 1 to 4 outputs and at most 4 inputs");
+  for (size_t i = 0; i < a.in.size(); ++i) {
+    plane(a.in[i], "input", i);
+    ins.img[i] = a.in[i].view<const float>();
+  }
+  for (size_t i = 0; i < a.out.size(); ++i) {
+    plane(a.out[i], "output", i);
+    outs.img[i] = a.out[i].view<float>();
+  }
+  ins.count = int(a.in.size()), outs.count = int(a.out.size());
+  LiveParams p{};
+  for (const ParamSpec& s : specs) {
+    if (p.count == 8) break;
+    const auto it = a.params.find(s.name);
+    p.v[p.count++] = float(it != a.params.end() ? it->second : s.def);
+  }
+  const LiveOptions& o = k.build().options;
+  if (a.block != o.block)
+    throw Error(ErrorKind::Usage, "the live kernel was compiled for block " + o.block.str() +
+                                      ", not " + a.block.str());
+  const ImageDesc& d = a.out[0].desc;
+  const long long cx = (long long)o.block.x * o.px, cy = (long long)o.block.y * o.rows;
+  const dim3 grid(unsigned((d.width + cx - 1) / cx), unsigned((d.height + cy - 1) / cy));
+  const dim3 block(unsigned(o.block.x), unsigned(o.block.y));
+  ctx.before_launch(k.func(), "user_kernel", grid, block, 0);
+  void* args[] = {&ins, &outs, &p};
+  LAB_CUDA_CHECK(cudaLaunchKernel(k.func(), grid, block, args, 0, ctx.stream()));
+  ctx.after_launch();
+}
+
+namespace {
+void unbound_launch(LaunchContext&, const StageArgs&) {
+  throw Error(ErrorKind::Internal, "a live variant is launched through launch_live");
+}
+}  // namespace
+
+std::shared_ptr<const Op> make_live_op(const Op& base, std::shared_ptr<const LiveKernel> k) {
+  auto op = std::make_shared<Op>(base);
+  // A user kernel replaces the op's earlier user variant, if any.
+  auto& vs = op->def.variants;
+  for (size_t v = vs.size(); v-- > 0;)
+    if (vs[v].live) {
+      vs.erase(vs.begin() + long(v));
+      op->fast_launch.erase(op->fast_launch.begin() + long(v));
+    }
+  VariantDef u;
+  u.name = "user";
+  u.delta = "your kernel, compiled with NVRTC (" + std::to_string(k->build().source.size()) +
+            " bytes of source)";
+  u.blocks = {k->build().options.block};
+  u.default_block = k->build().options.block;
+  u.launch = unbound_launch;
+  u.expect = "whatever you made it do: the diff says whether it matches the reference";
+  u.live = std::move(k);
+  vs.push_back(std::move(u));
+  op->fast_launch.push_back(unbound_launch);
+  return op;
+}
+
+std::string live_copy_source(const Op& op, size_t variant, Block block, MathMode math,
+                             LiveOptions* options) {
+  const VariantDef& v = op.def.variants.at(variant);
+  if (v.live_call.empty()) return "";
+  const std::string header = op.def.name + "_kernels.cuh";
+  const char* text = nullptr;
+  for (size_t i = 0; i < kLiveFileCount; ++i)
+    if (header == kLiveFiles[i].name) text = kLiveFiles[i].text;
+  if (!text) return "";
+  // The kernels become device functions that user_kernel calls; their launch bounds move to
+  // user_kernel. The code is otherwise the file that ships, byte for byte.
+  std::string body = std::regex_replace(
+      text, std::regex(R"(__global__ void __launch_bounds__\([^)]*\))"), "__device__ void");
+  body = std::regex_replace(body, std::regex(R"(__global__ void)"), "__device__ void");
+  std::ostringstream s;
+  s << "// " << op.def.name << "/" << v.name << ", as it ships: kernels/ops/" << header
+    << ",\n// its kernels turned into device functions. " << v.delta << "\n"
+    << "// Block " << block.str() << ", " << math_name(math)
+    << " math. The lab launches user_kernel (end of file).\n\n"
+    << body << "\n// The entry point: one launch of " << v.name << ".\n"
+    << "__global__ void " << (v.live_bounds ? "__launch_bounds__(LAB_BLOCK_X * LAB_BLOCK_Y) " : "")
+    << "user_kernel(Inputs in, Outputs out, Params p) {\n"
+    << "  using namespace lab::ops::live;\n"
+    << "  " << v.live_call << ";\n"
+    << "}\n";
+  LiveOptions lo = options ? *options : LiveOptions{};
+  lo.block = block;
+  lo.px = v.live_px, lo.rows = v.live_rows;
+  lo.fast_math = math == MathMode::Fast;
+  if (options) *options = lo;
+  return with_live_options(s.str(), lo);
+}
+
+std::string live_template(const Op& op) {
+  std::ostringstream s;
+  s << options_line(LiveOptions{}) << "\n"
+    << "// A live kernel for " << op.def.name << ": " << op.def.summary << "\n"
+    << "// in[0.." << op.def.inputs.size() - 1 << "]: ";
+  for (size_t i = 0; i < op.def.inputs.size(); ++i) s << (i ? ", " : "") << op.def.inputs[i];
+  s << "; out[0.." << op.def.outputs.size() - 1 << "]: ";
+  for (size_t i = 0; i < op.def.outputs.size(); ++i) s << (i ? ", " : "") << op.def.outputs[i];
+  s << "\n// Helpers: lab_x(), lab_y(), inside(), ldg(), clamped(), bilinear() (lab_live.cuh).\n"
+    << "// A 3x3 box filter to start from: edit it, then compile.\n"
+    << "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
+    << "  const int x = lab_x(), y = lab_y();\n"
+    << "  if (!inside(out[0], x, y)) return;\n"
+    << "  float s = 0.0f;\n"
+    << "  for (int dy = -1; dy <= 1; ++dy)\n"
+    << "    for (int dx = -1; dx <= 1; ++dx) s += clamped(in[0], x + dx, y + dy);\n"
+    << "  for (int o = 0; o < out.count; ++o) out[o].at(x, y) = s / 9.0f;\n"
+    << "}\n";
+  return s.str();
+}
+
+std::string live_dir() {
+  const char* v = std::getenv("XDG_DATA_HOME");
+  const char* home = std::getenv("HOME");
+  const fs::path base =
+      v && *v ? fs::path(v) : fs::path(home && *home ? home : "/tmp") / ".local/share";
+  const fs::path dir = base / "kernel-lab" / "kernels";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return dir.string();
+}
+
+std::string read_live_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw Error(ErrorKind::Data, "kernel file " + path + " does not exist");
+  if (fs::is_directory(path, ec))
+    throw Error(ErrorKind::Data, "kernel file " + path + " is a folder");
+  if (fs::file_size(path, ec) > (size_t(1) << 20))
+    throw Error(ErrorKind::Data, "kernel file " + path + " is over 1 MiB");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorKind::Data, "kernel file " + path + " cannot be read");
+  std::ostringstream s;
+  s << f.rdbuf();
+  if (!f && !f.eof()) throw Error(ErrorKind::Io, "reading " + path + " failed");
+  return s.str();
+}
+
+void write_live_file(const std::string& path, const std::string& source) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorKind::CantCreate, "cannot create " + path);
+  f << source;
+  f.close();
+  if (!f) throw Error(ErrorKind::Io, "writing " + path + " failed");
+}
+
+}  // namespace lab

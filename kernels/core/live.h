@@ -1,0 +1,111 @@
+// Live kernels: a CUDA kernel typed in the lab (or read from a file), compiled at run time with
+// NVRTC, loaded with the CUDA library API and run as a variant of a pipeline stage, so that the
+// stage's CPU reference, diff, timing and occupancy apply to it unchanged.
+//
+// The kernel's signature and helpers are in lab_live.cuh (NVRTC includes it before the source).
+// Compiling needs only NVRTC (no GPU: the build machines test it); loading and running need a
+// GPU. A new build never replaces a running kernel until it has compiled and loaded.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "op.h"
+#include "registry.h"
+
+namespace lab {
+
+// What NVRTC is asked for.
+struct LiveOptions {
+  bool fast_math = false;  // --use_fast_math
+  int max_regs = 0;        // -maxrregcount (0: the compiler's choice)
+  bool line_info = true;   // -lineinfo (source lines in profiles and sanitizer reports)
+  Block block{32, 8};      // LAB_BLOCK_X x LAB_BLOCK_Y: the only block the kernel runs with
+  int px = 1, rows = 1;    // outputs per thread in x and y (LAB_PX, LAB_ROWS): the grid
+  int arch = 0;            // SM version, 90 for sm_90; 0: this GPU's (87, Orin, without one)
+};
+
+// A kernel file carries its options in a comment line of its own:
+//   // @lab block=32x4 px=1 rows=16 fast_math=0 maxrregcount=0 lineinfo=1
+// read_live_options() applies such a line to `o` (Error(Data) for a malformed one);
+// with_live_options() writes (or replaces) it at the top of the source.
+LiveOptions read_live_options(const std::string& source, LiveOptions o);
+std::string with_live_options(const std::string& source, const LiveOptions& o);
+
+// The NVRTC command line for these options (also shown in the editor).
+std::vector<std::string> live_nvrtc_options(const LiveOptions& o);
+// The architecture `o` compiles for: o.arch, else the current GPU's, else 87.
+int live_arch(const LiveOptions& o);
+
+// One message of the compiler, at a line of the user's source (0: not tied to a line).
+struct LiveDiagnostic {
+  int line = 0;
+  bool error = true;  // else a warning
+  std::string message;
+};
+// Parses NVRTC's log ("user_kernel.cu(12): error: ...", "... warning #177-D: ...").
+std::vector<LiveDiagnostic> parse_nvrtc_log(const std::string& log);
+
+struct LiveBuild {
+  bool ok = false;
+  std::string source;
+  LiveOptions options;
+  int arch = 0;
+  std::string log;  // NVRTC's whole log
+  std::vector<LiveDiagnostic> diagnostics;
+  std::string ptx;
+  std::vector<char> cubin;
+  std::string lowered_name;  // user_kernel's mangled name
+  double compile_ms = 0;
+};
+// Compiles `source` (NVRTC only: works without a GPU). Never throws for a bad source: the
+// result says what is wrong; throws Error(Unavailable) only when NVRTC itself fails.
+LiveBuild live_compile(const std::string& source, const LiveOptions& o);
+
+// A compiled kernel loaded on the current GPU.
+class LiveKernel {
+ public:
+  // Throws Error(Usage) for a failed build, Error(Unavailable)/(Cuda) when loading fails.
+  explicit LiveKernel(LiveBuild build);
+  const LiveBuild& build() const { return m_build; }
+  const void* func() const { return m_func; }  // a cudaKernel_t, usable as a function symbol
+  double load_ms() const { return m_load_ms; }
+  int regs = 0;
+  size_t static_smem = 0, local_bytes = 0;
+  int max_threads = 0;
+
+ private:
+  LiveBuild m_build;
+  const void* m_func = nullptr;
+  double m_load_ms = 0;
+};
+
+// Runs the kernel as stage `a`'s launch (float planes only: Error(Usage) otherwise); p.v holds
+// the stage's parameters in the order of `specs`.
+void launch_live(LaunchContext& ctx, const StageArgs& a, const LiveKernel& k,
+                 const std::vector<ParamSpec>& specs);
+
+// `base` with the user kernel added as a last variant named "user" (its block: the one the
+// kernel was compiled for); the stage's reference, tolerance and comparison stay.
+std::shared_ptr<const Op> make_live_op(const Op& base, std::shared_ptr<const LiveKernel> k);
+
+// Whether a stage can take a live kernel: every input and output a float plane, at most 4 of
+// each (blur, sobel, harris, nms, the float playgrounds). Empty when it can, else why not.
+std::string live_refusal(const Op& op);
+
+// "Edit a copy": the source of a built-in variant as it ships (its op's device code, with its
+// kernels turned into device functions) and a user_kernel that calls it; empty when the variant
+// has no single-kernel form (two launches, CUB). `options` gets its block and geometry.
+std::string live_copy_source(const Op& op, size_t variant, Block block, MathMode math,
+                             LiveOptions* options);
+// A short, working starting point for a stage (a copy of the input, or a 3x3 box filter).
+std::string live_template(const Op& op);
+
+// Saved kernels: $XDG_DATA_HOME/kernel-lab/kernels (~/.local/share/kernel-lab/kernels).
+std::string live_dir();
+// Throws Error(NoInput) for a missing file, Error(Io)/(Data) for one that cannot be read.
+std::string read_live_file(const std::string& path);
+void write_live_file(const std::string& path, const std::string& source);
+
+}  // namespace lab
