@@ -16,6 +16,8 @@ struct BenchRow {
   double pct_copy_same = 0;  // of a copy moving the same bytes (same cache regime)
   bool total = false;        // the stage's total over several launches
   bool library = false;      // a library call (CUB): its own launches, no occupancy of ours
+  double gflops = 0;         // arithmetic rate (ops with a FLOP count: matmul); 0: none
+  double pct_ceiling = -1;   // percent of the ceiling variant's rate (cuBLAS, CUB); -1: none
   LaunchRecord rec;
 };
 
@@ -31,7 +33,18 @@ struct FrameTiming {
   double median_us = 0, p95_us = 0;
 };
 
+// `story`: a playground's lesson, each variant's prediction beside its measurement (table output;
+// JSON gets it as "story"); empty for the image pipeline.
 void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const BenchOptions& o,
-                double copy_gbs, const std::string& header, const std::vector<FrameTiming>& frames);
+                double copy_gbs, const std::string& header, const std::vector<FrameTiming>& frames,
+                const std::string& story = "");
+
+// Fills gflops and pct_ceiling of a playground's rows: each stage-level row (a single launch or a
+// stage total) against the fastest row of the op's ceiling variant in the same run.
+void add_ceiling(std::vector<BenchRow>& rows, const Op& op, double flops);
+
+// The story block for a playground: its lesson, then per variant what changed, what should
+// move and what was measured (the best block of each).
+std::string story_text(const Op& op, const std::vector<BenchRow>& rows);
 
 }  // namespace lab::app

@@ -21,7 +21,9 @@ constexpr const char* kAbout =
     "Runs an image keypoint pipeline (letterbox -> blur -> sobel -> harris -> nms -> topk ->\n"
     "sample -> l2norm) on the GPU, shows the keypoints and descriptors it finds,\n"
     "times every launch, estimates its occupancy (this GPU and Jetson Orin sm_87) and diffs\n"
-    "every output against a plain CPU reference. Without a GPU it runs the CPU references.";
+    "every output against a plain CPU reference. Without a GPU it runs the CPU references.\n"
+    "Teaching playgrounds (--lab): matmul up to cuBLAS, reduce/scan/sort against CUB and\n"
+    "Thrust, transpose, memory access and warp divergence, each variant a measured step.";
 
 constexpr const char* kFooter =
     "\nExamples:\n"
@@ -34,6 +36,11 @@ constexpr const char* kFooter =
     "  kernel-lab bench --sweep-variants --size 3840x2160 --input synthetic:3840x2160\n"
     "  kernel-lab run --input photo.jpg --dump out/     each slot as out/<slot>.npy\n"
     "  kernel-lab run --graph --frames 100              the pipeline as one CUDA graph per frame\n"
+    "  kernel-lab copy blur=v4_rows -o my_blur.cu        a built-in kernel to edit\n"
+    "  kernel-lab check --kernel-file my_blur.cu --replace blur\n"
+    "                                                   your kernel against the CPU reference\n"
+    "  kernel-lab bench --lab matmul --sweep-variants --size 4096x4096x4096\n"
+    "                                                   a playground's story, measured\n"
     "\nExit codes (sysexits): 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,\n"
     "69 no CUDA device (--device cuda), 70 internal or CUDA error, 73 cannot create output,\n"
     "74 I/O error.";
@@ -48,11 +55,30 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("--device", o.device, "auto (cuda when a GPU is present), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  cmd->add_option("--pipeline", o.pipeline,
-                  "keypoints (all eight stages) or harris (letterbox to the Harris response)")
-      ->check(CLI::IsMember(pipeline_names()))
+  auto* pipeline =
+      cmd->add_option("--pipeline", o.pipeline,
+                      "keypoints (all eight stages), harris (letterbox to the Harris response), "
+                      "or a playground (as --lab)")
+          ->check(CLI::IsMember(pipeline_names()))
+          ->capture_default_str();
+  const std::vector<std::string> names = pipeline_names();
+  const std::vector<std::string> labs(names.begin() + 2, names.end());  // after the image pipelines
+  std::string lab_list;
+  for (const auto& n : labs) lab_list += (lab_list.empty() ? "" : ", ") + n;
+  cmd->add_option("--lab", o.pipeline,
+                  "a teaching playground instead of the image pipeline: " + lab_list +
+                      " (its inputs are generated from --size and --seed; see list)")
+      ->check(CLI::IsMember(labs))
+      ->excludes(pipeline);
+  cmd->add_option("--size", o.size,
+                  "letterbox output size WxH (default 1280x736); for a playground its problem "
+                  "size (matmul MxNxK, reduce/scan/sort/access/branch N or 2^k, transpose WxH)");
+  cmd->add_option("--seed", o.seed, "seed of a playground's generated inputs")
       ->capture_default_str();
-  cmd->add_option("--size", o.size, "letterbox output size WxH (default 1280x736)");
+  cmd->add_option("--kernel-file", o.kernel_file,
+                  "a live kernel (CUDA source, compiled with NVRTC; its options in a '// @lab' "
+                  "line; see `kernel-lab copy`) to run as the --replace stage's variant 'user'");
+  cmd->add_option("--replace", o.replace, "the stage the --kernel-file kernel replaces");
   cmd->add_option("--upload", o.upload,
                   "how frames reach the GPU: auto (mapped on an integrated GPU such as Orin, "
                   "else pinned), pageable, pinned (page-locked, async on a copy stream) or mapped "
@@ -122,6 +148,18 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
 
+  CopyOptions copy_o;
+  auto* copy = app.add_subcommand(
+      "copy",
+      "Write a built-in variant's kernel as a live-kernel file (the source that ships, ready to "
+      "edit, compile and run with --kernel-file)");
+  copy->add_option("spec", copy_o.spec, "STAGE=VARIANT, e.g. blur=v6_rows16_shfl")->required();
+  copy->add_option("--block", copy_o.block, "WxH (default: the variant's)");
+  copy->add_option("--math", copy_o.math, "precise or fast")
+      ->check(CLI::IsMember({"precise", "fast"}))
+      ->capture_default_str();
+  copy->add_option("--out,-o", copy_o.out, "write here instead of stdout");
+
 #if defined(LAB_WITH_GUI)
   CommonOptions gui_c;
   ui::GuiOptions gui_o;
@@ -164,6 +202,7 @@ int run_cli(int argc, char** argv) {
     if (*check) return cmd_check(check_c, check_o);
     if (*bench) return cmd_bench(bench_c, bench_o);
     if (*run) return cmd_run(run_c, run_o);
+    if (*copy) return cmd_copy(copy_o);
 #if defined(LAB_WITH_GUI)
     if (*gui || app.get_subcommands().empty()) {
       const auto size = parse_wxh(gui_window);
@@ -173,6 +212,12 @@ int run_cli(int argc, char** argv) {
       gui_o.pipeline = build_pipeline(gui_c);
       gui_o.backend = pick_backend(gui_c.device);
       gui_o.input = gui_c.input;
+      if (playground_of(gui_o.pipeline)) gui_o.lab_size = gui_c.size;
+      gui_o.lab_seed = gui_c.seed;
+      gui_o.kernel_file = gui_c.kernel_file;
+      gui_o.replace = gui_c.replace;
+      if (gui_o.kernel_file.empty() != gui_o.replace.empty())
+        throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");
       gui_o.max_pixels = gui_c.max_pixels;
       gui_o.graph = gui_c.graph;
       gui_o.upload =

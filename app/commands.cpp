@@ -20,6 +20,7 @@
 #include "app/io/capture.h"
 #include "app/io/frame_source.h"
 #include "app/io/npy.h"
+#include "live.h"
 #include "stats.h"
 
 namespace lab::app {
@@ -49,9 +50,14 @@ std::string device_line(Backend b) {
 struct Session {
   PipelineConfig pipeline;
   Runner runner;
-  std::unique_ptr<io::FrameSource> source;
-  HostImage input;  // the first frame
+  std::unique_ptr<io::FrameSource> source;  // null for a playground
+  HostImage input;                          // the first frame
   size_t skipped = 0;
+  const Op* lab = nullptr;  // the playground, when the pipeline is one
+  std::string describe() const {
+    return source ? source->describe() : lab->def.name + " playground, inputs " + lab_in.describe();
+  }
+  LabInputs lab_in;
 };
 
 // The next frame of a source read directly (files, synthetic, the first frame of a camera),
@@ -80,6 +86,16 @@ io::Frame next_frame(io::FrameSource& src, size_t& skipped) {
 std::unique_ptr<Session> open_session(const CommonOptions& c) {
   PipelineConfig p = build_pipeline(c);
   const Backend b = pick_backend(c.device);
+  install_live_kernel(p, c, b);
+  if (const Op* lab = playground_of(p)) {
+    // A playground: inputs generated from the size and seed, no frame source.
+    auto s =
+        std::unique_ptr<Session>(new Session{std::move(p), Runner(b), nullptr, {}, 0, lab, {}});
+    s->lab_in = make_lab_inputs(*lab, c.size, c.seed);
+    s->runner.configure_lab(s->pipeline, s->lab_in);
+    if (c.graph && b == Backend::Cuda) s->runner.set_graph(true);
+    return s;
+  }
   const UploadMode upload = b == Backend::Cuda ? pick_upload(c.upload) : UploadMode::Pageable;
   // Pinned upload: sources decode straight into page-locked frames, so no staging copy remains.
   set_frame_memory_pinned(upload == UploadMode::Pinned);
@@ -89,7 +105,7 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
   size_t skipped = 0;
   HostImage in = next_frame(*source, skipped).image;
   auto s = std::unique_ptr<Session>(
-      new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped});
+      new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped, nullptr, {}});
   if (b == Backend::Cuda) s->runner.set_upload_mode(upload);
   s->runner.configure(s->pipeline, s->input.desc());
   s->runner.set_input(s->input);
@@ -108,9 +124,84 @@ std::string bad_pixel(const DiffStats& d) {
 
 }  // namespace
 
+void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b) {
+  if (c.kernel_file.empty() != c.replace.empty())
+    throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");
+  if (c.kernel_file.empty()) return;
+  StageConfig* stage = nullptr;
+  for (StageConfig& s : p.stages)
+    if (s.op == c.replace) stage = &s;
+  if (!stage) throw Error(ErrorKind::Usage, "--replace " + c.replace + ": no such stage here");
+  const Op& base = find_op(c.replace);
+  const std::string why = live_refusal(base);
+  if (!why.empty()) throw Error(ErrorKind::Usage, "--replace " + c.replace + ": " + why);
+  const std::string source = read_live_file(c.kernel_file);
+  const LiveOptions opts = read_live_options(source, LiveOptions{});
+  const LiveBuild build = live_compile(source, opts);
+  for (const LiveDiagnostic& d : build.diagnostics)
+    std::cerr << c.kernel_file << ":" << d.line << ": " << (d.error ? "error" : "warning") << ": "
+              << d.message << "\n";
+  if (!build.ok)
+    throw Error(ErrorKind::Data, c.kernel_file + " does not compile (" +
+                                     std::to_string(build.diagnostics.size()) +
+                                     " message(s) above)");
+  std::cout << "kernel: " << c.kernel_file << " compiled in " << fmt("%.0f", build.compile_ms)
+            << " ms for sm_" << build.arch << ", block " << opts.block.str() << "\n";
+  if (b != Backend::Cuda) {
+    std::cerr << "kernel-lab: " << c.kernel_file
+              << " compiles; without a GPU it cannot run (the CPU references run)\n";
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto kernel = std::make_shared<LiveKernel>(build);
+  stage->custom = make_live_op(base, kernel);
+  stage->variant = "user";
+  stage->block.reset();
+  std::cout << "kernel: loaded in " << fmt("%.1f", kernel->load_ms()) << " ms; " << kernel->regs
+            << " registers, " << kernel->static_smem << " B shared, " << kernel->local_bytes
+            << " B local (spills) per thread; compile to loaded "
+            << fmt("%.0f", build.compile_ms + std::chrono::duration<double, std::milli>(
+                                                  std::chrono::steady_clock::now() - t0)
+                                                  .count())
+            << " ms\n";
+}
+
+int cmd_copy(const CopyOptions& o) {
+  const size_t eq = o.spec.find('=');
+  if (eq == std::string::npos)
+    throw Error(ErrorKind::Usage, "copy " + o.spec + ": expected STAGE=VARIANT, e.g. blur=v4_rows");
+  const Op& op = find_op(o.spec.substr(0, eq));
+  const int v = op.find_variant(o.spec.substr(eq + 1));
+  if (v < 0)
+    throw Error(ErrorKind::Usage,
+                "copy: no variant " + o.spec.substr(eq + 1) + " of " + op.def.name);
+  const VariantDef& vd = op.def.variants[size_t(v)];
+  Block block = vd.default_block;
+  if (!o.block.empty()) {
+    const auto b = parse_wxh(o.block);
+    if (!b) throw Error(ErrorKind::Usage, "copy --block " + o.block + ": expected WxH");
+    block = *b;
+  }
+  const std::string why = block_refusal(vd, block, nullptr);
+  if (!why.empty()) throw Error(ErrorKind::Usage, "copy --block " + block.str() + ": " + why);
+  const std::string src = live_copy_source(
+      op, size_t(v), block, o.math == "fast" ? MathMode::Fast : MathMode::Precise, nullptr);
+  if (src.empty())
+    throw Error(ErrorKind::Usage,
+                op.def.name + "/" + vd.name + " is not one kernel launch: it has no live copy");
+  if (o.out.empty()) {
+    std::cout << src;
+  } else {
+    write_live_file(o.out, src);
+    std::cout << "wrote " << o.out << "\n";
+  }
+  return 0;
+}
+
 PipelineConfig build_pipeline(const CommonOptions& o) {
   PipelineConfig p = default_pipeline(o.pipeline);
-  if (!o.size.empty()) apply_size(p, o.size);
+  // A playground's size is its problem size (make_lab_inputs), not the letterbox's.
+  if (!o.size.empty() && !playground_of(p)) apply_size(p, o.size);
   for (const auto& s : o.variants) apply_variant(p, s);
   for (const auto& s : o.blocks) apply_block(p, s);
   for (const auto& s : o.maths) apply_math(p, s);
@@ -156,9 +247,15 @@ int cmd_list(const ListOptions& o) {
         for (const auto& b : v.blocks) blocks.push_back(b.str());
         e["variants"].push_back({{"name", v.name},
                                  {"delta", v.delta},
+                                 {"expect", v.expect},
+                                 {"ceiling", v.ceiling},
                                  {"blocks", blocks},
                                  {"default_block", v.default_block.str()}});
       }
+      if (op.def.lab_inputs)
+        e["playground"] = {{"story", op.def.story},
+                           {"size", op.def.lab_size_help},
+                           {"default_size", op.def.lab_default_size}};
       e["params"] = nlohmann::json::array();
       for (const auto& p : op.def.params)
         e["params"].push_back({{"name", p.name},
@@ -178,14 +275,20 @@ int cmd_list(const ListOptions& o) {
     for (const auto& s : d.inputs) io += (io.empty() ? "" : ", ") + s;
     io += " -> ";
     for (size_t k = 0; k < d.outputs.size(); ++k) io += (k ? ", " : "") + d.outputs[k];
-    std::cout << d.name << ": " << d.summary << "\n  slots: " << io << "\n";
+    std::cout << d.name << (d.lab_inputs ? " (playground, --lab " + d.name + ")" : "") << ": "
+              << d.summary << "\n  slots: " << io << "\n";
+    if (d.lab_inputs)
+      std::cout << "  lesson: " << d.story << "\n  size: " << d.lab_size_help << " (default "
+                << d.lab_default_size << ")\n";
     std::cout << "  tolerance: precise abs " << d.tol_precise.abs << " + rel " << d.tol_precise.rel
               << " x max|ref|, fast abs " << d.tol_fast.abs << " + rel " << d.tol_fast.rel << " ("
               << d.tol_why << ")\n";
     for (size_t v = 0; v < d.variants.size(); ++v) {
       const auto& vd = d.variants[v];
       std::cout << "  " << (v == op.default_variant() ? "*" : " ") << " " << vd.name << ": "
-                << vd.delta << "\n      blocks:";
+                << vd.delta << (vd.ceiling ? " [the ceiling]" : "") << "\n";
+      if (!vd.expect.empty()) std::cout << "      expect: " << vd.expect << "\n";
+      std::cout << "      blocks:";
       for (const auto& b : vd.blocks)
         std::cout << " " << b.str() << (b == vd.default_block ? "*" : "");
       std::cout << "\n";
@@ -205,7 +308,7 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
   auto s = open_session(c);
   Runner& r = s->runner;
   const DeviceInfo& dev = device_info();
-  std::cout << device_line(r.backend()) << "\ninput: " << s->source->describe() << "\n";
+  std::cout << device_line(r.backend()) << "\ninput: " << s->describe() << "\n";
 
   if (r.backend() == Backend::Cpu) {
     // No kernels to check: run the references with poisoned outputs and make sure every value
@@ -219,6 +322,10 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
       size_t nonfinite = 0, n = 0;
       for (const auto& name : st.op->def.outputs) {
         const HostImage img = r.read_slot(name);
+        if (img.desc().type != PixelType::F32) {  // integers: every bit pattern is a value
+          n += img.desc().pixels() * size_t(img.desc().channels);
+          continue;
+        }
         const auto v = img.view<float>();
         for (int y = 0; y < v.height; ++y)
           for (int x = 0; x < v.width; ++x, ++n) nonfinite += !std::isfinite(v.at(x, y));
@@ -295,6 +402,22 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
 // Long enough for the host to queue a whole frame's launches behind the GPU-side delay.
 constexpr double kQueueAheadUs = 200;
 
+namespace {
+void write_report(const BenchOptions& o, const std::vector<BenchRow>& rows, double copy_gbs,
+                  const std::string& header, const std::vector<FrameTiming>& frames,
+                  const std::string& story) {
+  if (o.out.empty()) {
+    print_rows(std::cout, rows, o, copy_gbs, header, frames, story);
+    return;
+  }
+  std::ofstream f(o.out);
+  if (!f) throw Error(ErrorKind::CantCreate, "cannot create " + o.out);
+  print_rows(f, rows, o, copy_gbs, header, frames, story);
+  f.close();  // a failure to flush shows only here
+  if (!f) throw Error(ErrorKind::Io, "writing " + o.out + " failed");
+}
+}  // namespace
+
 int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
   check_stage_names(o.stages);
   auto s = open_session(c);
@@ -305,8 +428,8 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
   const DeviceInfo& dev = device_info();
   const double copy_gbs = measure_copy_bandwidth();
   std::ostringstream header;
-  header << device_line(r.backend()) << "\ninput: " << s->source->describe() << "; warm-up "
-         << o.warmup << ", median of " << o.reps << " timed runs, each launch "
+  header << device_line(r.backend()) << "\ninput: " << s->describe() << "; warm-up " << o.warmup
+         << ", median of " << o.reps << " timed runs, each launch "
          << "between its own CUDA event pair, queued behind a " << kQueueAheadUs
          << " us GPU-side delay (kernel time, not launch latency)\ndevice copy bandwidth "
             "(cudaMemcpy D2D 256 MiB, read "
@@ -322,8 +445,8 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
     if (!selected(o.stages, configured.op->def.name)) continue;
     const auto& variants = configured.op->def.variants;
     std::vector<size_t> vs;
-    for (size_t v = 0; v < variants.size(); ++v)
-      if (o.sweep_variants || v == configured.variant) vs.push_back(v);
+    for (size_t v = 0; v < variants.size(); ++v)  // a playground's story needs every step
+      if (o.sweep_variants || s->lab || v == configured.variant) vs.push_back(v);
     for (size_t v : vs) {
       std::vector<Block> blocks;
       if (o.sweep_blocks)
@@ -388,6 +511,17 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
         }
     }
     r.run_stage(i);  // restore the configured output for the next stage
+  }
+  if (s->lab) {  // a playground: its rows against the ceiling, and its story; no frames
+    const ResolvedStage& st = r.stages()[0];
+    std::vector<ImageDesc> in;
+    for (const std::string& name : st.inputs())
+      for (const SlotInfo& slot : r.slots())
+        if (slot.name == slot_name(name)) in.push_back(slot.desc);
+    add_ceiling(rows, *s->lab, s->lab->def.flops ? s->lab->def.flops(in, st.params) : 0);
+    const std::string story = story_text(*s->lab, rows);
+    write_report(o, rows, copy_gbs, header.str(), {}, story);
+    return 0;
   }
   // The whole pipeline: stage by stage with an event pair per launch (what the per-launch rows
   // and the GUI see), stage by stage with one pair around the frame (what an application pays),
@@ -470,15 +604,7 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
     frames.push_back({u.key, what, med, percentile(wall, 95)});
   }
   r.set_upload_mode(configured_upload);
-  if (o.out.empty()) {
-    print_rows(std::cout, rows, o, copy_gbs, header.str(), frames);
-  } else {
-    std::ofstream f(o.out);
-    if (!f) throw Error(ErrorKind::CantCreate, "cannot create " + o.out);
-    print_rows(f, rows, o, copy_gbs, header.str(), frames);
-    f.close();  // a failure to flush shows only here
-    if (!f) throw Error(ErrorKind::Io, "writing " + o.out + " failed");
-  }
+  write_report(o, rows, copy_gbs, header.str(), frames, "");
   return 0;
 }
 
@@ -578,14 +704,16 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
   }
   auto s = open_session(c);
   Runner& r = s->runner;
-  std::cout << device_line(r.backend()) << "\ninput: " << s->source->describe() << "\n";
+  std::cout << device_line(r.backend()) << "\ninput: " << s->describe() << "\n";
   std::vector<std::vector<double>> ms(r.stages().size());
   std::vector<double> frame;
   // A frame of another size (a camera's resolution changed, a slideshow of mixed sizes)
   // reallocates the slots.
   auto process = [&](const HostImage& img) {
-    if (img.desc() != r.slots()[0].desc) r.configure(s->pipeline, img.desc());
-    r.set_input(img);
+    if (!s->lab) {
+      if (img.desc() != r.slots()[0].desc) r.configure(s->pipeline, img.desc());
+      r.set_input(img);
+    }
     r.run();
     for (size_t i = 0; i < ms.size(); ++i) ms[i].push_back(r.stage_ms()[i]);
     frame.push_back(r.frame_ms());
@@ -593,7 +721,10 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
   InterruptGuard interrupt_guard;
   process(s->input);
   uint64_t dropped = 0;
-  if (!s->source->live()) {
+  if (s->lab) {
+    // A playground: the same generated inputs, run again.
+    for (int f = 1; f < o.frames && !g_interrupted; ++f) process(s->input);
+  } else if (!s->source->live()) {
     // Files and the synthetic scene: every frame, in order.
     for (int f = 1; f < o.frames && !g_interrupted; ++f)
       process(next_frame(*s->source, s->skipped).image);

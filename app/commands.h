@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,11 @@ namespace lab::app {
 struct CommonOptions {
   std::string input = "synthetic";
   std::string device = "auto";         // auto | cpu | cuda
-  std::string size;                    // letterbox output WxH; empty: the op's default
-  std::string pipeline = "keypoints";  // a named pipeline (pipeline_names())
+  std::string size;                    // letterbox output WxH, or a playground's problem size
+  std::string pipeline = "keypoints";  // a named pipeline (pipeline_names()), or a playground
+  uint64_t seed = 1;                   // a playground's generated inputs
+  std::string kernel_file;             // a live kernel (NVRTC) ...
+  std::string replace;                 // ... replacing this stage's kernel (variant "user")
   bool graph = false;                  // replay the pipeline as a CUDA graph (run, bench, gui)
   std::string upload = "auto";         // auto | pageable | pinned | mapped
   std::vector<std::string> variants, blocks, maths, params;
@@ -45,6 +49,13 @@ struct BenchOptions {
   std::string out;  // write the table/CSV/JSON here instead of stdout
 };
 
+struct CopyOptions {
+  std::string spec;   // STAGE=VARIANT
+  std::string block;  // WxH; empty: the variant's default
+  std::string math = "precise";
+  std::string out;  // file; empty: stdout
+};
+
 struct RunOptions {
   std::string dump;  // folder for <slot>.npy
   int frames = 1;
@@ -66,5 +77,11 @@ int cmd_list(const ListOptions& o);
 int cmd_check(const CommonOptions& c, const CheckOptions& o);
 int cmd_bench(const CommonOptions& c, const BenchOptions& o);
 int cmd_run(const CommonOptions& c, const RunOptions& o);
+int cmd_copy(const CopyOptions& o);
+
+// --kernel-file / --replace: compiles the file (NVRTC) and, with a GPU, makes it the replaced
+// stage's variant "user". Throws Error(Data) for a missing file or one that does not compile
+// (its diagnostics go to stderr), Error(Usage) for a stage that cannot take it.
+void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b);
 
 }  // namespace lab::app

@@ -132,8 +132,12 @@ void engine_frame(GuiApp& app, bool wait) {
           push_history(app.ui.launch_us[r.stage_names[l.stage] + "/" + l.kernel], 1e3f * l.ms);
       for (double ms : r.stage_ms) total += std::isfinite(ms) ? ms : 0.0;
       push_history(app.ui.pipeline_ms, float(r.graph ? r.frame_ms : total));
+      if (r.lab)  // the playground's step table
+        push_history(app.ui.lab_ms[r.lab_variant][r.lab_config],
+                     float(r.graph ? r.frame_ms : total));
       ++app.frames;
       display_result(app, r);
+      live_frame_ran(app, r);
       if (r.uploaded) push_history(app.ui.upload_ms, float(r.upload_ms));  // frames that sent one
       push_history(app.ui.job_ms, float(r.job_ms));
       if (r.sweep_stage >= 0) app.ui.sweep_stage = r.sweep_stage, app.ui.sweep = r.sweep;
@@ -142,11 +146,22 @@ void engine_frame(GuiApp& app, bool wait) {
   }
   if (app.job.valid() || app.gpu_lost) return;
   JobInput in;
+  const bool lab = playground_of(app.ui.pipeline) != nullptr;
   io::Frame f;
-  if (app.capture->take_latest(f)) in.frame = std::move(f.image);
+  // A playground computes on its generated inputs: camera frames are left in the mailbox.
+  if (!lab && app.capture->take_latest(f)) in.frame = std::move(f.image);
   app.frame_has_input = in.frame.has_value();
-  // A pipeline can only be configured for an input: it waits for the first frame.
-  if (app.ui.pipeline_dirty && (in.frame || !app.view.slots.empty())) {
+  if (lab && (app.ui.lab_dirty || app.ui.pipeline_dirty)) {
+    in.lab = LabRequest{app.ui.lab_size, uint64_t(app.ui.lab_seed)};
+    in.pipeline = app.ui.pipeline;
+    app.ui.lab_dirty = app.ui.pipeline_dirty = false;
+    app.ui.launch_us.clear();
+    app.ui.diff.clear();
+  }
+  // An image pipeline can only be configured for an input: it waits for the first frame (and,
+  // after a playground, for a camera frame: the runner's input is then the playground's).
+  const bool was_lab = !app.view.slots.empty() && app.view.lab;
+  if (!lab && app.ui.pipeline_dirty && (in.frame || (!app.view.slots.empty() && !was_lab))) {
     in.pipeline = app.ui.pipeline;
     app.ui.pipeline_dirty = false;
     app.ui.launch_us.clear();
@@ -199,6 +214,14 @@ void draw_ui(GuiApp& app) {
                           ImGuiCond_FirstUseEver);
   ImGui::SetNextWindowSize(ImVec2(third, vp->WorkSize.y * 0.3f), ImGuiCond_FirstUseEver);
   draw_device_panel(app);
+  // The editor opens collapsed over the viewport's right half: the first view stays the image.
+  ImGui::SetNextWindowPos(
+      ImVec2(vp->WorkPos.x + side + (vp->WorkSize.x - side) * 0.45f, vp->WorkPos.y + 20),
+      ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2((vp->WorkSize.x - side) * 0.55f, vp->WorkSize.y * 0.65f),
+                           ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowCollapsed(app.opt.kernel_file.empty(), ImGuiCond_FirstUseEver);
+  draw_live_panel(app);
 }
 
 std::string& ini_path() {
@@ -230,9 +253,14 @@ FrameResult run_job(Runner& r, JobInput in) {
   try {
     const auto slots = r.slots();
     const PipelineConfig* want = in.pipeline ? &*in.pipeline : nullptr;
-    // A new pipeline, a first frame, or a frame of another size: (re)configure.
-    if ((want && (in.frame || !slots.empty())) ||
-        (in.frame && (slots.empty() || in.frame->desc() != slots[0].desc))) {
+    if (in.lab && want) {
+      // A playground: its inputs generated here, on the worker, from the size and seed.
+      const Op* op = playground_of(*want);
+      if (!op) throw Error(ErrorKind::Internal, "a playground request for an image pipeline");
+      r.configure_lab(*want, make_lab_inputs(*op, in.lab->size, in.lab->seed));
+    } else if ((want && (in.frame || !slots.empty())) ||
+               (in.frame && (slots.empty() || in.frame->desc() != slots[0].desc))) {
+      // A new pipeline, a first frame, or a frame of another size: (re)configure.
       const ImageDesc input = in.frame ? in.frame->desc() : slots.at(0).desc;
       r.configure(want ? *want : r.pipeline(), input);
     }
@@ -242,6 +270,12 @@ FrameResult run_job(Runner& r, JobInput in) {
     r.run();
     if (in.frame) out.upload_ms = r.upload_ms() + r.staging_ms(), out.uploaded = true;
     out.ran = true;
+    out.lab = playground_of(r.pipeline()) != nullptr;
+    if (out.lab) {
+      const ResolvedStage& st = r.stages()[0];
+      out.lab_variant = st.variant_def().name;
+      out.lab_config = st.block.str() + " " + math_name(st.math);
+    }
     out.frame_ms = r.frame_ms();
     out.graph = r.graph();
     out.slots = r.slots();
@@ -251,17 +285,18 @@ FrameResult run_job(Runner& r, JobInput in) {
     }
     out.stage_ms = r.stage_ms();
     out.launches = r.launches();
-    out.shown_name = in.shown_name.empty()
-                         ? out.slots.at(std::min<size_t>(1, out.slots.size() - 1)).name
-                         : in.shown_name;
+    // First shown: letterbox in the image pipeline, the result in a playground.
+    out.shown_name = !in.shown_name.empty() ? in.shown_name
+                     : out.lab              ? out.slots.back().name
+                               : out.slots.at(std::min<size_t>(1, out.slots.size() - 1)).name;
     bool known = false;
     for (const SlotInfo& s : out.slots) {
       known = known || s.name == out.shown_name;
       if (s.name == "nms") out.keypoint_space = s.desc;
       if (s.name == "keypoints") out.keypoints_k = s.desc.width;
     }
-    if (!known) out.shown_name = out.slots[0].name;
-    const ImageRef src = r.slot_ref(out.shown_name);
+    if (!known) out.shown_name = out.lab ? out.slots.back().name : out.slots[0].name;
+    const ImageRef src = display_view(r.slot_ref(out.shown_name));
     out.shown_desc = src.desc;
     const bool plane = src.desc.type == PixelType::F32 && src.desc.channels == 1;
     const bool device = in.staging && r.backend() == Backend::Cuda;
@@ -287,7 +322,7 @@ FrameResult run_job(Runner& r, JobInput in) {
       }
     } else {
       out.shown = r.read_slot(out.shown_name);
-      const Range rg = auto_range(out.shown.ref());
+      const Range rg = auto_range(display_view(out.shown.ref()));
       out.shown_range = {rg.lo, rg.hi};
     }
     if (out.keypoints_k > 0) {
@@ -382,6 +417,9 @@ int run_gui(const GuiOptions& opt) {
   app.ui.overlay = !opt.hide_keypoints;
   app.ui.graph = app.ui.graph_dirty = opt.graph && opt.backend == Backend::Cuda;
   app.ui.pipeline_dirty = true;  // the first job configures it
+  std::snprintf(app.ui.lab_size, sizeof app.ui.lab_size, "%s", opt.lab_size.c_str());
+  app.ui.lab_seed = int(opt.lab_seed);
+  if (playground_of(opt.pipeline)) app.ui.slot = 99;  // the last slot: the result
   app.runner = std::make_unique<Runner>(opt.backend);
   if (opt.backend == Backend::Cuda) app.runner->set_upload_mode(opt.upload);
   set_frame_memory_pinned(opt.backend == Backend::Cuda && opt.upload == UploadMode::Pinned);
@@ -389,6 +427,18 @@ int run_gui(const GuiOptions& opt) {
   open_input(app, opt.input);
   std::snprintf(app.ui.input_edit, sizeof app.ui.input_edit, "%s", opt.input.c_str());
   app.ui.preset_path = config_dir() + "/default.json";
+  if (!opt.kernel_file.empty()) {  // the editor opens on the file and compiles it
+    app.live.stage = opt.replace;
+    try {
+      const std::string src = read_live_file(opt.kernel_file);
+      app.live.opts = read_live_options(src, app.live.opts);
+      app.live.text.assign(std::max<size_t>(64 * 1024, src.size() + 4096), '\0');
+      std::copy(src.begin(), src.end(), app.live.text.begin());
+      start_live_compile(app);
+    } catch (const Error& e) {
+      app.ui.message = e.what();  // the GUI keeps running; the message says what went wrong
+    }
+  }
 
   std::unique_ptr<HeadlessGl> headless;
   GLFWwindow* window = nullptr;
@@ -447,6 +497,8 @@ int run_gui(const GuiOptions& opt) {
         for (int i = 0; i < 250 && app.capture->stats().captured == 0; ++i)
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
+      if (scripted && app.live.job.valid()) app.live.job.wait();  // reproducible, like jobs
+      poll_live(app);
       engine_frame(app, scripted);
       ImGui_ImplOpenGL3_NewFrame();
       ImGui::NewFrame();
@@ -494,6 +546,12 @@ int run_gui(const GuiOptions& opt) {
                                      : "none (CPU references)",
         (unsigned long long)input_frames, (unsigned long long)ui_frames, med(app.ui.frame_input_ms),
         app.ui.frame_input_ms.size());
+  }
+  if (opt.frames > 0 && !opt.kernel_file.empty()) {
+    const LiveBuild& b = app.live.last;
+    std::printf("gui: live kernel %s: %s; compile %.0f ms, compile to running %.0f ms%s\n",
+                opt.kernel_file.c_str(), app.live.status.c_str(), b.compile_ms,
+                app.live.to_running_ms, app.live.running ? "" : " (not running)");
   }
   if (!opt.dump_texture.empty()) {
     if (!app.texture || !app.tex_float)

@@ -2,6 +2,7 @@
 // an offscreen framebuffer (how it is tested without a display).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "pipeline.h"
@@ -25,6 +26,10 @@ struct GuiOptions {
   UploadMode upload = UploadMode::Pageable;  // how input frames reach the GPU     // with frames:
                                              // do not wait for engine jobs (interactive pacing)
   std::string dump_texture;  // write the output texture's texels here as .npy (tests)
+  std::string lab_size;      // a playground's problem size (empty: its default)
+  uint64_t lab_seed = 1;     // and the seed of its generated inputs
+  std::string kernel_file;   // a live kernel to open in the editor and compile at start ...
+  std::string replace;       // ... for this stage
 };
 
 // Returns a process exit code; throws Error for what the CLI maps to sysexits (no display,

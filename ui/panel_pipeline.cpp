@@ -1,9 +1,13 @@
-// Pipeline panel: per stage the variant, block shape (invalid ones greyed, with the reason),
-// math mode and parameters; presets.
+// Pipeline panel: the pipeline or playground, its input; per stage the variant, block shape
+// (invalid ones greyed, with the reason), math mode and parameters; presets. A playground shows
+// its size and seed, its lesson and its steps with their measured times.
+#include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "app_state.h"
 #include "presets.h"
+#include "stats.h"
 
 namespace lab::ui {
 
@@ -94,6 +98,121 @@ void stage_controls(GuiApp& app, StageConfig& s, int index) {
   ImGui::PopID();
 }
 
+// Switches the pipeline (image or playground), keeping nothing of the old one's stages.
+void choose_pipeline(GuiApp& app) {
+  const Op* lab = playground_of(app.ui.pipeline);
+  std::string current = lab                                 ? lab->def.name
+                        : app.ui.pipeline.stages.size() < 8 ? "harris"
+                                                            : "keypoints";
+  if (ImGui::BeginCombo("pipeline", current.c_str())) {
+    for (const std::string& name : pipeline_names()) {
+      if (ImGui::Selectable(name.c_str(), name == current) && name != current) {
+        app.ui.pipeline = default_pipeline(name);
+        app.ui.pipeline_dirty = true;
+        const Op* now = playground_of(app.ui.pipeline);
+        if (now) {
+          std::snprintf(app.ui.lab_size, sizeof app.ui.lab_size, "%s",
+                        now->def.lab_default_size.c_str());
+          app.ui.lab_dirty = true;
+        }
+        app.ui.slot = now ? 99 : 1;  // a playground's result; the image pipeline's letterbox
+        app.ui.lab_ms.clear();
+      }
+      const Op* op = find_playground(name);
+      tip(op                    ? op->def.story.c_str()
+          : name == "keypoints" ? "the image keypoint pipeline, all eight stages"
+                                : "the dense part: letterbox to the Harris response");
+    }
+    ImGui::EndCombo();
+  }
+  tip("the image keypoint pipeline on the input, or a teaching playground on generated data");
+}
+
+// A playground's inputs (size, seed), its lesson, and its steps: each variant's change, what
+// it should do, and what it did here.
+void lab_controls(GuiApp& app, const Op& op) {
+  ImGui::SetNextItemWidth(160);
+  const bool enter = ImGui::InputText("size", app.ui.lab_size, sizeof app.ui.lab_size,
+                                      ImGuiInputTextFlags_EnterReturnsTrue);
+  tip(op.def.lab_size_help.c_str());
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(100);
+  const bool seed = ImGui::InputInt("seed", &app.ui.lab_seed);
+  tip("the generated inputs are the same for the same size and seed, on every machine");
+  ImGui::SameLine();
+  if (ImGui::Button("generate") || enter || seed) {
+    app.ui.lab_dirty = true;
+    app.ui.lab_ms.clear();
+  }
+  tip("make the inputs for this size and seed (on the engine's thread) and run on them");
+  ImGui::TextWrapped("%s", op.def.story.c_str());
+  const StageConfig& st = app.ui.pipeline.stages[0];
+  const size_t current =
+      st.variant.empty() ? op.default_variant() : size_t(std::max(0, op.find_variant(st.variant)));
+  std::string ceiling;
+  double ceiling_ms = 0;
+  for (const VariantDef& v : op.def.variants)
+    if (v.ceiling && ceiling.empty()) ceiling = v.name;
+  // The best (lowest median) configuration each variant ran with.
+  auto best_ms = [&](const std::string& variant, std::string* config) {
+    double best = 0;
+    auto it = app.ui.lab_ms.find(variant);
+    if (it == app.ui.lab_ms.end()) return best;
+    for (const auto& [cfg, h] : it->second) {
+      if (h.empty()) continue;
+      std::vector<double> v(h.begin(), h.end());
+      const double m = median(v);
+      if (best == 0 || m < best) best = m, *config = cfg;
+    }
+    return best;
+  };
+  std::string unused;
+  if (!ceiling.empty()) ceiling_ms = best_ms(ceiling, &unused);
+  if (ImGui::BeginTable("steps", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg)) {
+    ImGui::TableSetupColumn("step");
+    ImGui::TableSetupColumn("measured");
+    ImGui::TableSetupColumn(ceiling.empty() ? "-" : ("% of " + ceiling).c_str());
+    ImGui::TableHeadersRow();
+    for (size_t v = 0; v < op.def.variants.size(); ++v) {
+      const VariantDef& vd = op.def.variants[v];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      if (ImGui::Selectable(vd.name.c_str(), v == current, ImGuiSelectableFlags_SpanAllColumns)) {
+        app.ui.pipeline.stages[0].variant = vd.name;
+        app.ui.pipeline.stages[0].block.reset();
+        app.ui.pipeline_dirty = true;
+      }
+      tip(("what changed: " + vd.delta +
+           "\nexpect: " + (vd.expect.empty() ? std::string("-") : vd.expect) + "\nclick to run it")
+              .c_str());
+      std::string config;
+      const double ms = best_ms(vd.name, &config);
+      ImGui::TableNextColumn();
+      if (ms > 0) {
+        ImGui::Text("%.3f ms", ms);
+        tip(("median GPU time (CUDA events around its launches) over the frames it ran, best "
+             "of the configurations tried: " +
+             config)
+                .c_str());
+      } else {
+        ImGui::TextUnformatted("-");
+        tip("not run yet: click the step to run it");
+      }
+      ImGui::TableNextColumn();
+      if (ms > 0 && ceiling_ms > 0) {
+        ImGui::Text("%.1f %%", 100 * ceiling_ms / ms);
+        tip("the ceiling's time over this step's: 100 % matches the library");
+      } else {
+        ImGui::TextUnformatted("-");
+      }
+    }
+    ImGui::EndTable();
+  }
+  const VariantDef& cur = op.def.variants[current];
+  ImGui::TextWrapped("%s: %s", cur.name.c_str(), cur.delta.c_str());
+  if (!cur.expect.empty()) ImGui::TextWrapped("expect: %s", cur.expect.c_str());
+}
+
 }  // namespace
 
 void draw_pipeline_panel(GuiApp& app) {
@@ -108,22 +227,27 @@ void draw_pipeline_panel(GuiApp& app) {
     if (ImGui::SmallButton("dismiss")) app.ui.message.clear();
     ImGui::Separator();
   }
-  ImGui::SetNextItemWidth(-60);
-  const bool enter = ImGui::InputText("##input", app.ui.input_edit, sizeof app.ui.input_edit,
-                                      ImGuiInputTextFlags_EnterReturnsTrue);
-  tip("synthetic[:WxH[@FPS]], an image, a folder, a video, camera:N[:WxH[@FPS]] or gst:PIPELINE");
-  ImGui::SameLine();
-  if (ImGui::Button("open") || enter) open_input(app, app.ui.input_edit);
-  tip("switch the input; it opens on the capture thread, and the pipeline keeps its settings");
-  const io::CaptureStats cs = app.capture->stats();
-  ImGui::Text("input: %s", cs.source.empty() ? app.opt.input.c_str() : cs.source.c_str());
-  tip("the frame source; it runs on its own thread into a latest-frame mailbox");
-  ImGui::Text("source: %s, %llu frames, %llu dropped, %llu skipped",
-              io::capture_state_name(cs.state), (unsigned long long)cs.captured,
-              (unsigned long long)cs.dropped, (unsigned long long)cs.skipped);
-  tip("captured: frames read; dropped: replaced before the pipeline took them; skipped: corrupt "
-      "frames; stalled: no frame for a second");
-  if (!cs.problem.empty()) ImGui::TextWrapped("source problem: %s", cs.problem.c_str());
+  choose_pipeline(app);
+  const Op* lab = playground_of(app.ui.pipeline);
+  if (lab) lab_controls(app, *lab);
+  if (!lab) {
+    ImGui::SetNextItemWidth(-60);
+    const bool enter = ImGui::InputText("##input", app.ui.input_edit, sizeof app.ui.input_edit,
+                                        ImGuiInputTextFlags_EnterReturnsTrue);
+    tip("synthetic[:WxH[@FPS]], an image, a folder, a video, camera:N[:WxH[@FPS]] or gst:PIPELINE");
+    ImGui::SameLine();
+    if (ImGui::Button("open") || enter) open_input(app, app.ui.input_edit);
+    tip("switch the input; it opens on the capture thread, and the pipeline keeps its settings");
+    const io::CaptureStats cs = app.capture->stats();
+    ImGui::Text("input: %s", cs.source.empty() ? app.opt.input.c_str() : cs.source.c_str());
+    tip("the frame source; it runs on its own thread into a latest-frame mailbox");
+    ImGui::Text("source: %s, %llu frames, %llu dropped, %llu skipped",
+                io::capture_state_name(cs.state), (unsigned long long)cs.captured,
+                (unsigned long long)cs.dropped, (unsigned long long)cs.skipped);
+    tip("captured: frames read; dropped: replaced before the pipeline took them; skipped: corrupt "
+        "frames; stalled: no frame for a second");
+    if (!cs.problem.empty()) ImGui::TextWrapped("source problem: %s", cs.problem.c_str());
+  }
 
   if (ImGui::Button("save preset")) {
     try {
@@ -144,7 +268,7 @@ void draw_pipeline_panel(GuiApp& app) {
   tip("a corrupt or newer preset gives a warning and the defaults");
   ImGui::SameLine();
   if (ImGui::Button("defaults")) {
-    app.ui.pipeline = default_pipeline();
+    app.ui.pipeline = default_pipeline(lab ? lab->def.name : "keypoints");
     app.ui.pipeline_dirty = true;
   }
   ImGui::BeginDisabled(app.opt.backend != Backend::Cuda);

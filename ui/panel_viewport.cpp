@@ -148,16 +148,17 @@ void ensure_texture(TextureSlot t, int w, int h, bool as_float) {
 
 // A host image into `t`: float planes as they are (the shader colormaps them), 8-bit images, or
 // anything when the shader is unavailable, as RGBA8 converted on the CPU.
-void upload(GuiApp& app, TextureSlot t, const HostImage& img, Range r) {
-  const ImageDesc& d = img.desc();
+void upload(GuiApp& app, TextureSlot t, const HostImage& host, Range r) {
+  const ImageRef img = display_view(host.ref());
+  const ImageDesc& d = img.desc;
   const bool as_float = d.type == PixelType::F32 && d.channels == 1 && !app.colormap_gl.failed;
   std::vector<uint32_t> rgba;
-  if (!as_float) rgba = to_rgba(img.ref(), r, app.ui.cmap);
+  if (!as_float) rgba = to_rgba(img, r, app.ui.cmap);
   ensure_texture(t, d.width, d.height, as_float);
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
   glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, d.width, d.height, as_float ? GL_RED : GL_RGBA,
                   as_float ? GL_FLOAT : GL_UNSIGNED_BYTE,
-                  as_float ? static_cast<const void*>(img.bytes()) : rgba.data());
+                  as_float ? static_cast<const void*>(img.data) : rgba.data());
 }
 
 Range view_range(GuiApp& app, Range data) {

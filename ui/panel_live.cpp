@@ -1,0 +1,253 @@
+// Live kernel: an editor for a user kernel, compiled with NVRTC on a worker thread and run as a
+// stage's "user" variant, so the stage's diff, timings and occupancy apply to it. The running
+// kernel keeps running until a new one has compiled and loaded.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "app_state.h"
+
+namespace lab::ui {
+
+namespace {
+
+std::string editor_text(const GuiApp& app) {
+  return std::string(app.live.text.data());
+}
+
+void set_editor_text(GuiApp& app, const std::string& s) {
+  if (s.size() + 1 > app.live.text.size()) app.live.text.resize(s.size() + 4096);
+  std::memcpy(app.live.text.data(), s.c_str(), s.size() + 1);
+}
+
+// The stages of the current pipeline a live kernel can replace.
+std::vector<std::string> live_stages(const GuiApp& app) {
+  std::vector<std::string> out;
+  for (const StageConfig& s : app.ui.pipeline.stages)
+    if (live_refusal(find_op(s.op)).empty()) out.push_back(s.op);
+  return out;
+}
+
+// Installs a loaded kernel as its stage's "user" variant; the next engine job reconfigures.
+void install(GuiApp& app, std::shared_ptr<const LiveKernel> k) {
+  for (StageConfig& s : app.ui.pipeline.stages)
+    if (s.op == app.live.stage) {
+      s.custom = make_live_op(find_op(s.op), std::move(k));
+      s.variant = "user";
+      s.block.reset();
+      app.ui.pipeline_dirty = true;
+      app.live.installed_at = std::chrono::steady_clock::now();
+      app.live.waiting_first_run = true;
+      return;
+    }
+  app.live.status = "stage " + app.live.stage + " is not in the pipeline any more";
+}
+
+}  // namespace
+
+void start_live_compile(GuiApp& app) {
+  if (app.live.job.valid()) return;  // one compile at a time; the button is disabled meanwhile
+  const std::string src = with_live_options(editor_text(app), app.live.opts);
+  set_editor_text(app, src);
+  const bool gpu = app.opt.backend == Backend::Cuda && !app.gpu_lost;
+  const LiveOptions opts = app.live.opts;
+  app.live.started = std::chrono::steady_clock::now();
+  app.live.status = "compiling...";
+  app.live.job = std::async(std::launch::async, [src, opts, gpu] {
+    LiveResult r;
+    try {
+      r.build = live_compile(src, opts);
+      if (r.build.ok && gpu) r.kernel = std::make_shared<LiveKernel>(r.build);
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    return r;
+  });
+}
+
+void poll_live(GuiApp& app) {
+  if (!app.live.job.valid() ||
+      app.live.job.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+    return;
+  LiveResult r = app.live.job.get();
+  app.live.last = r.build;
+  char buf[256];
+  if (!r.error.empty()) {
+    app.live.status = "failed: " + r.error + " (the previous kernel keeps running)";
+  } else if (!r.build.ok) {
+    std::snprintf(buf, sizeof buf,
+                  "did not compile (%.0f ms): %zu message(s); the previous kernel "
+                  "keeps running",
+                  r.build.compile_ms, r.build.diagnostics.size());
+    app.live.status = buf;
+  } else if (!r.kernel) {
+    std::snprintf(buf, sizeof buf, "compiled in %.0f ms; no GPU: it cannot run here",
+                  r.build.compile_ms);
+    app.live.status = buf;
+  } else {
+    std::snprintf(buf, sizeof buf, "compiled in %.0f ms, loaded in %.1f ms", r.build.compile_ms,
+                  r.kernel->load_ms());
+    app.live.status = buf;
+    app.live.running = r.kernel;
+    install(app, r.kernel);
+  }
+}
+
+void live_frame_ran(GuiApp& app, const FrameResult& r) {
+  if (!app.live.waiting_first_run) return;
+  for (const LaunchRecord& l : r.launches)
+    if (l.kernel == "user_kernel") {
+      app.live.waiting_first_run = false;
+      app.live.to_running_ms = std::chrono::duration<double, std::milli>(
+                                   std::chrono::steady_clock::now() - app.live.started)
+                                   .count();
+      return;
+    }
+}
+
+void draw_live_panel(GuiApp& app) {
+  if (!ImGui::Begin("Live kernel")) {
+    ImGui::End();
+    return;
+  }
+  LiveUi& L = app.live;
+  if (L.text.empty()) L.text.resize(64 * 1024, '\0');
+  const std::vector<std::string> stages = live_stages(app);
+  if (stages.empty()) {
+    ImGui::TextWrapped(
+        "No stage of this pipeline takes a live kernel (float planes in and out: "
+        "blur, sobel, harris, nms, transpose, access, branch).");
+    ImGui::End();
+    return;
+  }
+  if (std::find(stages.begin(), stages.end(), L.stage) == stages.end()) L.stage = stages[0];
+  ImGui::SetNextItemWidth(120);
+  if (ImGui::BeginCombo("stage", L.stage.c_str())) {
+    for (const std::string& s : stages)
+      if (ImGui::Selectable(s.c_str(), s == L.stage)) L.stage = s;
+    ImGui::EndCombo();
+  }
+  tip("the stage your kernel replaces: it reads that stage's input slots and writes its outputs, "
+      "and runs as its variant 'user', next to the built-in ones, with the stage's CPU "
+      "reference and diff");
+  const Op& op = find_op(L.stage);
+  ImGui::SameLine();
+  if (ImGui::BeginCombo("##copy", "edit a copy of...")) {
+    for (size_t v = 0; v < op.def.variants.size(); ++v) {
+      const VariantDef& vd = op.def.variants[v];
+      if (vd.live_call.empty()) continue;
+      if (ImGui::Selectable(vd.name.c_str())) {
+        set_editor_text(app, live_copy_source(op, v, vd.default_block, MathMode::Precise, &L.opts));
+        L.last = LiveBuild{};
+      }
+      tip(vd.delta.c_str());
+    }
+    ImGui::EndCombo();
+  }
+  tip("load a built-in variant's source (kernels/ops/<stage>_kernels.cuh, exactly as it ships) "
+      "with its block and geometry: every lesson can start from working code");
+  ImGui::SameLine();
+  if (ImGui::Button("template")) set_editor_text(app, live_template(op));
+  tip("a small working kernel (a 3x3 box filter) with the fixed signature");
+
+  // Options: each is an NVRTC flag or a compile-time constant.
+  bool changed = ImGui::Checkbox("fast math", &L.opts.fast_math);
+  tip("--use_fast_math: flush-to-zero, approximate division, square root and intrinsics");
+  ImGui::SameLine();
+  changed |= ImGui::Checkbox("lineinfo", &L.opts.line_info);
+  tip("-lineinfo: source lines in profiles and compute-sanitizer reports (no run-time cost)");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(80);
+  changed |= ImGui::InputInt("maxrregcount", &L.opts.max_regs);
+  tip("-maxrregcount: the most registers per thread (0: the compiler's choice); fewer registers "
+      "can raise occupancy and cause spills (the local bytes below)");
+  int block[2] = {L.opts.block.x, L.opts.block.y};
+  ImGui::SetNextItemWidth(120);
+  changed |= ImGui::InputInt2("block", block);
+  tip("LAB_BLOCK_X x LAB_BLOCK_Y, a compile-time constant: the kernel runs with this block only");
+  int geo[2] = {L.opts.px, L.opts.rows};
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(120);
+  changed |= ImGui::InputInt2("px, rows", geo);
+  tip("outputs per thread in x (LAB_PX) and y (LAB_ROWS): the grid covers out[0] with block x "
+      "(px, rows) outputs per block");
+  if (changed) {
+    L.opts.max_regs = std::clamp(L.opts.max_regs, 0, 255);
+    L.opts.block = {std::clamp(block[0], 1, 1024), std::clamp(block[1], 1, 1024)};
+    L.opts.px = std::clamp(geo[0], 1, 64), L.opts.rows = std::clamp(geo[1], 1, 64);
+  }
+
+  ImGui::BeginDisabled(L.job.valid());
+  if (ImGui::Button(L.job.valid() ? "compiling..." : "compile and run")) start_live_compile(app);
+  ImGui::EndDisabled();
+  tip("NVRTC on a worker thread for this GPU's architecture, then loaded (cudaLibraryLoadData); "
+      "the previous kernel keeps running until the new one has loaded");
+  ImGui::SameLine();
+  ImGui::TextWrapped("%s", L.status.c_str());
+
+  // The editor, then the compiler's messages at their lines.
+  const float h = ImGui::GetContentRegionAvail().y * 0.6f;
+  ImGui::InputTextMultiline("##source", L.text.data(), L.text.size(), ImVec2(-1, h),
+                            ImGuiInputTextFlags_AllowTabInput);
+  tip("__global__ void user_kernel(Inputs in, Outputs out, Params p): in[i], out[i] are the "
+      "stage's slots (float planes), p.v[i] its parameters; helpers in lab_live.cuh");
+  for (const LiveDiagnostic& d : L.last.diagnostics) {
+    const ImVec4 c = d.error ? ImVec4(1.0f, 0.45f, 0.4f, 1.0f) : ImVec4(1.0f, 0.8f, 0.3f, 1.0f);
+    if (d.line > 0)
+      ImGui::TextColored(c, "line %d: %s: %s", d.line, d.error ? "error" : "warning",
+                         d.message.c_str());
+    else
+      ImGui::TextColored(c, "%s: %s", d.error ? "error" : "warning", d.message.c_str());
+  }
+  if (L.running) {
+    const LiveKernel& k = *L.running;
+    ImGui::Text("running: %d registers, %zu B shared, %zu B local per thread", k.regs,
+                k.static_smem, k.local_bytes);
+    tip("from cudaFuncGetAttributes on the loaded kernel; local bytes are register spills (or "
+        "local arrays). Occupancy and its limiter: the Occupancy panel (launch user_kernel)");
+    if (L.to_running_ms > 0) {
+      ImGui::SameLine();
+      ImGui::Text("compile to running %.0f ms", L.to_running_ms);
+      tip("wall time from 'compile' to the end of the first engine frame that ran the new kernel "
+          "(NVRTC, load, pipeline reconfiguration)");
+    }
+  }
+  if (!L.last.ptx.empty() && ImGui::CollapsingHeader("PTX")) {
+    ImGui::InputTextMultiline("##ptx", L.last.ptx.data(), L.last.ptx.size() + 1, ImVec2(-1, 200),
+                              ImGuiInputTextFlags_ReadOnly);
+    tip("what NVRTC generated (read-only)");
+  }
+
+  ImGui::SetNextItemWidth(200);
+  ImGui::InputText("file", L.file, sizeof L.file);
+  tip("a name under $XDG_DATA_HOME/kernel-lab/kernels (or a full path)");
+  const std::string path = L.file[0] == '/' ? std::string(L.file)
+                                            : (std::filesystem::path(live_dir()) / L.file).string();
+  ImGui::SameLine();
+  if (ImGui::Button("save")) {
+    try {
+      write_live_file(path, with_live_options(editor_text(app), L.opts));
+      L.status = "saved " + path;
+    } catch (const Error& e) {
+      L.status = e.what();
+    }
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("load")) {
+    try {
+      const std::string src = read_live_file(path);
+      L.opts = read_live_options(src, L.opts);
+      set_editor_text(app, src);
+      L.status = "loaded " + path;
+    } catch (const Error& e) {
+      L.status = e.what();
+    }
+  }
+  tip("kernel files carry their options in a '// @lab' line; `kernel-lab check --kernel-file "
+      "FILE --replace STAGE` checks one headless");
+  ImGui::End();
+}
+
+}  // namespace lab::ui
