@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a self-contained bundle for a headless GPU server (the H200 test host: sm_90, no
 # OpenCV, no X): bundle/bin (kernel-lab, lab_tests), bundle/data (the test images), and
-# bundle/gpu-proof.sh. With the GUI (LAB_BUNDLE_GUI=0 leaves it out), bundle/lib holds the
+# bundle/gpu-proof.sh, bundle/examples. cuBLAS and NVRTC come from the host's CUDA toolkit
+# (/usr/local/cuda/lib64). With the GUI (LAB_BUNDLE_GUI=0 leaves it out), bundle/lib holds the
 # shared libraries the host lacks (Dear ImGui, GLFW, libepoxy, stb); carry `.gl` too (the GL
 # loader packages, shared/GPU.md). Build here, carry `bundle` and `.gl`, run there.
 set -euo pipefail
@@ -14,6 +15,7 @@ rm -rf bundle && mkdir -p bundle/bin bundle/data bundle/lib
 cp build-gpu/kernel-lab build-gpu/tests/lab_tests bundle/bin/
 cp ../shared/data/*.png ../shared/data/*.jpg bundle/data/
 cp scripts/gpu-proof.sh scripts/torch_pipeline.py bundle/
+cp -r examples bundle/  # the live-kernel examples (tests compile them)
 # The libraries a stock Ubuntu host lacks: the GUI stack from Debian's packages.
 ldd bundle/bin/kernel-lab bundle/bin/lab_tests | awk '/=> \//{print $3}' | sort -u |
   grep -E 'libimgui|libglfw|libepoxy|libstb' | xargs -r -I{} cp -L {} bundle/lib/

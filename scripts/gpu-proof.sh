@@ -3,14 +3,19 @@
 # `check` for every stage x variant x block x math, compute-sanitizer on `check` over inputs
 # that reach every code path (gray, BGR, BGRA, 1x1, odd sizes), and, unless LAB_PROOF_BENCH=0,
 # `bench` at 1280x736 and 3840x2160, and the PyTorch comparison (scripts/torch_pipeline.py)
-# where python3 has torch. Logs go to $OUT (or ./out).
+# where python3 has torch; then the playgrounds: check, racecheck and `bench --lab` at the issue's
+# sizes; then live kernels: copies of built-in kernels timed against them, compile-to-running in
+# the GUI, a bad kernel under compute-sanitizer. LAB_PROOF_SECTIONS picks sections (default:
+# "tests gui sanitizer bench torch labs live").
+# Logs go to $OUT (or ./out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
 mkdir -p "$out"
-export LAB_DATA_DIR=$here/data LAB_CLI=$here/bin/kernel-lab
+export LAB_DATA_DIR=$here/data LAB_CLI=$here/bin/kernel-lab LAB_EXAMPLES_DIR=$here/examples/kernels
 # The GUI's libraries (bundle/lib) and the GL loader packages carried in .gl (shared/GPU.md).
-export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# cuBLAS (the matmul playground's ceiling) and NVRTC (live kernels) from the CUDA toolkit.
+export LD_LIBRARY_PATH=$here/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if ls "$here"/../.gl/*.deb >/dev/null 2>&1; then
   for f in "$here"/../.gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
@@ -21,21 +26,24 @@ fi
 lab=$here/bin/kernel-lab
 san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
-{
+sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch labs live} "
+want() { [[ $sections == *" $1 "* ]]; }
+[ "${LAB_PROOF_BENCH:-1}" = 0 ] && sections=${sections/ bench / }
+want tests && {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   step "$here/bin/lab_tests" --test-suite=gpu
   step "$here/bin/lab_tests" --test-suite=cpu
   step "$lab" check
   step "$lab" check --input "$here/data/chessboard.png" --size 3840x2160
 } 2>&1 | tee "$out/tests.log"
-{  # the GUI headless on the GPU (EGL + interop): a screenshot, and the whole-frame timings
+want gui && {  # the GUI headless on the GPU (EGL + interop): a screenshot, and the whole-frame timings
   step "$lab" gui --headless --frames 300 --window 1600x900 --input synthetic:1920x1080@1000 --screenshot "$out/gui-gpu.png"
   step "$lab" gui --headless --frames 300 --window 1600x900 --graph --input synthetic:1920x1080@1000
   step "$lab" gui --headless --frames 300 --window 1600x900 --input "$here/data/box_in_scene.png"
   step "$lab" gui --headless --frames 3000 --free-run --window 1600x900 --input synthetic:1920x1080@1000
   step "$lab" gui --headless --frames 3000 --free-run --graph --window 1600x900 --input synthetic:1920x1080@1000
 } 2>&1 | tee "$out/gui.log"
-{
+want sanitizer && {
   inputs=("synthetic:640x480 --size 320x184" "synthetic:1x1 --size 1x1" "synthetic:17x13 --size 17x13"
           "$here/data/brick.png --size 257x131" "$here/data/chessboard.png --size 333x211")
   for tool in memcheck initcheck; do
@@ -49,14 +57,49 @@ step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
   step "$san" --tool synccheck --error-exitcode 99 "$lab" check --input "$here/data/brick.png" --size 257x131 --stage topk --stage l2norm
   step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$here/data/brick.png" --size 257x131
 } 2>&1 | tee "$out/sanitizer.log" | grep -E "^===|ERROR SUMMARY|RACECHECK SUMMARY|configurations"
-[ "${LAB_PROOF_BENCH:-1}" = 0 ] && exit 0
-{
+want bench && {
   step "$lab" bench --sweep-variants --input synthetic:1920x1080 --size 1280x736 --reps 200
   step "$lab" bench --sweep-variants --input synthetic:3840x2160 --size 3840x2160 --reps 200
   step "$lab" bench --stage letterbox --sweep-variants --input synthetic:3840x2160 --reps 200
   step "$lab" bench --sweep-variants --sweep-blocks --sweep-math --input synthetic:1920x1080 --size 1280x736 --csv --out "$out/sweep-1280x736.csv"
   step "$lab" bench --sweep-variants --sweep-blocks --input synthetic:3840x2160 --size 3840x2160 --reps 50 --csv --out "$out/sweep-3840x2160.csv"
 } 2>&1 | tee "$out/bench.log"
-if python3 -c "import torch" 2>/dev/null; then
+if want torch && python3 -c "import torch" 2>/dev/null; then
   step python3 "$here/torch_pipeline.py" --lab "$lab" --topk-input "$here/data/graf1.png" 2>&1 | tee "$out/torch.log"
 fi
+want labs && {  # the playgrounds: every variant checked, shared-memory races, the story measured
+  for l in matmul reduce scan sort transpose access branch; do step "$lab" check --lab $l; done
+  step "$san" --tool racecheck --error-exitcode 99 "$lab" check --lab matmul --size 67x45x37 --quick
+  step "$san" --tool racecheck --error-exitcode 99 "$lab" check --lab transpose --size 100x77 --quick
+  for l in reduce scan sort; do
+    step "$san" --tool racecheck --error-exitcode 99 "$lab" check --lab $l --size 5000 --quick
+  done
+  step "$san" --tool memcheck --error-exitcode 99 "$lab" check --lab matmul --size 67x45x37 --quick
+  for l in reduce scan sort transpose access branch; do
+    step "$san" --tool memcheck --error-exitcode 99 "$lab" check --lab $l --size $([ $l = transpose ] && echo 100x77 || echo 5000) --quick
+  done
+  step "$lab" bench --lab matmul --size 4096x4096x4096 --warmup 3 --reps 20
+  step "$lab" bench --lab reduce --size 2^28 --warmup 5 --reps 50
+  step "$lab" bench --lab transpose --size 16384x16384 --warmup 5 --reps 50
+  step "$lab" bench --lab scan --size 2^26 --warmup 5 --reps 50
+  step "$lab" bench --lab sort --size 2^24 --warmup 3 --reps 20
+  step "$lab" bench --lab access --size 2^26 --param access.stride=1 --reps 50
+  step "$lab" bench --lab access --size 2^26 --param access.stride=8 --reps 50
+  step "$lab" bench --lab access --size 2^26 --param access.stride=32 --reps 50
+  step "$lab" bench --lab branch --size 2^24 --sweep-math --reps 50
+  step "$lab" bench --lab transpose --size 4096x4096 --sweep-blocks --reps 50 --csv --out "$out/transpose-blocks.csv"
+} 2>&1 | tee "$out/labs.log" | grep -E "^===|ERROR SUMMARY|RACECHECK SUMMARY|configurations|measured|expect|^[a-z]+: "
+want live && {  # live kernels: copies against the kernels that ship, compile to running
+  t=$(mktemp -d)
+  step "$lab" copy blur=v6_rows16_shfl -o "$t/blur_v6.cu"
+  step "$lab" copy harris=v3_rows -o "$t/harris_v3.cu"
+  step "$lab" check --pipeline harris --input synthetic:3840x2160 --size 3840x2160 --stage blur --kernel-file "$t/blur_v6.cu" --replace blur --quick
+  step "$lab" bench --pipeline harris --input synthetic:3840x2160 --size 3840x2160 --stage blur --sweep-variants --kernel-file "$t/blur_v6.cu" --replace blur --reps 200
+  step "$lab" bench --pipeline harris --input synthetic:3840x2160 --size 3840x2160 --stage harris --sweep-variants --kernel-file "$t/harris_v3.cu" --replace harris --reps 200
+  step "$lab" check --pipeline harris --stage blur --kernel-file "$here/examples/kernels/blur_smem.cu" --replace blur
+  step "$lab" gui --headless --frames 60 --window 1600x900 --pipeline harris --kernel-file "$here/examples/kernels/blur_smem.cu" --replace blur --screenshot "$out/gui-live.png"
+  printf '__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n  const int x = lab_x(), y = lab_y();\n  if (!inside(out[0], x, y)) return;\n  out[0].at(x, y) = in[0].at(x, y + 3);\n}\n' > "$t/oob.cu"
+  step "$san" --tool memcheck --error-exitcode 99 "$lab" check --pipeline harris --input synthetic:64x48 --size 64x48 --stage blur --kernel-file "$t/oob.cu" --replace blur --quick
+  rm -rf "$t"
+} 2>&1 | tee "$out/live.log" | grep -E "^===|ERROR SUMMARY|configurations|kernel:|user|gui: live"
+exit 0

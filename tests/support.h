@@ -3,6 +3,10 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -16,4 +20,28 @@
 inline std::string data_path(const std::string& file) {
   const char* env = std::getenv("LAB_DATA_DIR");
   return std::string(env && *env ? env : LAB_DATA_DIR) + "/" + file;
+}
+
+// The kernel-lab executable run with `args`: its exit code and its stdout and stderr together.
+struct Result {
+  int code;
+  std::string out;
+};
+
+inline Result lab_cli(const std::string& args) {
+  const char* env = std::getenv("LAB_CLI");  // a bundle run on another machine
+  const std::string cmd = std::string(env && *env ? env : LAB_CLI_PATH) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+inline bool has(const Result& r, const std::string& s) {
+  return r.out.find(s) != std::string::npos;
 }

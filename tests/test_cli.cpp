@@ -19,29 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-Result lab_cli(const std::string& args) {
-  const char* env = std::getenv("LAB_CLI");  // a bundle run on another machine
-  const std::string cmd = std::string(env && *env ? env : LAB_CLI_PATH) + " " + args + " 2>&1";
-  Result r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-bool has(const Result& r, const std::string& s) {
-  return r.out.find(s) != std::string::npos;
-}
-
 fs::path scratch_dir() {
   const fs::path d = fs::temp_directory_path() / ("lab_cli_" + std::to_string(::getpid()));
   fs::create_directories(d);

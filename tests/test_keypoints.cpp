@@ -53,7 +53,9 @@ struct Harness {
 
 StageConfig stage(const std::string& op, const std::string& variant = "",
                   MathMode m = MathMode::Precise, ParamMap params = {}) {
-  return {op, variant, std::nullopt, m, std::move(params)};
+  StageConfig s;
+  s.op = op, s.variant = variant, s.math = m, s.params = std::move(params);
+  return s;
 }
 
 // Runs `body(backend, variant, math)` for the CPU reference, or for every GPU variant of `op`
