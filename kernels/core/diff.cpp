@@ -19,34 +19,47 @@ DiffStats diff_images(const HostImage& got, const HostImage& ref, const Toleranc
   auto at = [](const HostImage& img, int x, int y, int c) {
     return pixel_value(img.ref(), x, y, c);
   };
-  DiffStats s;
+  double ref_max_abs = 0;
   for (int y = 0; y < d.height; ++y)
     for (int x = 0; x < d.width; ++x)
       for (int c = 0; c < d.channels; ++c)
-        s.ref_max_abs = std::max(s.ref_max_abs, std::abs(at(ref, x, y, c)));
-  s.limit = tol.limit(s.ref_max_abs);
-  double sum_abs = 0, sum_sq = 0;
+        ref_max_abs = std::max(ref_max_abs, std::abs(at(ref, x, y, c)));
+  const double limit = tol.limit(ref_max_abs);
+  DiffAccumulator acc;
   for (int y = 0; y < d.height; ++y)
     for (int x = 0; x < d.width; ++x)
-      for (int c = 0; c < d.channels; ++c) {
-        const double g = at(got, x, y, c), r = at(ref, x, y, c);
-        const double e = std::abs(g - r);
-        ++s.count;
-        if (!std::isfinite(g)) ++s.nans;
-        if (!(e <= s.limit)) {  // NaN fails too
-          if (s.over++ == 0)
-            s.bad_slot = slot, s.bad_x = x, s.bad_y = y, s.bad_c = c, s.bad_got = g, s.bad_ref = r;
-        }
-        if (std::isfinite(e)) {
-          s.max_abs = std::max(s.max_abs, e);
-          sum_abs += e;
-          sum_sq += e * e;
-        } else {
-          s.max_abs = std::numeric_limits<double>::infinity();
-        }
-      }
-  s.mean_abs = s.count ? sum_abs / double(s.count) : 0;
-  const double mse = s.count ? sum_sq / double(s.count) : 0;
+      for (int c = 0; c < d.channels; ++c)
+        acc.add(at(got, x, y, c), at(ref, x, y, c), limit, slot, x, y, c);
+  DiffStats s = acc.finish();
+  s.limit = limit;  // also when nothing was compared
+  return s;
+}
+
+void DiffAccumulator::add(double g, double r, double limit, const std::string& slot, int x, int y,
+                          int c) {
+  DiffStats& s = m_s;
+  const double e = std::abs(g - r);
+  ++s.count;
+  s.ref_max_abs = std::max(s.ref_max_abs, std::abs(r));
+  s.limit = std::max(s.limit, limit);
+  if (!std::isfinite(g)) ++s.nans;
+  if (!(e <= limit)) {  // NaN fails too
+    if (s.over++ == 0)
+      s.bad_slot = slot, s.bad_x = x, s.bad_y = y, s.bad_c = c, s.bad_got = g, s.bad_ref = r;
+  }
+  if (std::isfinite(e)) {
+    s.max_abs = std::max(s.max_abs, e);
+    m_sum_abs += e;
+    m_sum_sq += e * e;
+  } else {
+    s.max_abs = std::numeric_limits<double>::infinity();
+  }
+}
+
+DiffStats DiffAccumulator::finish() {
+  DiffStats s = m_s;
+  s.mean_abs = s.count ? m_sum_abs / double(s.count) : 0;
+  const double mse = s.count ? m_sum_sq / double(s.count) : 0;
   const double peak = s.ref_max_abs > 0 ? s.ref_max_abs : 1.0;
   s.psnr = s.nans ? 0
                   : (mse > 0 ? 10.0 * std::log10(peak * peak / mse)

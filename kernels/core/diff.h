@@ -40,6 +40,19 @@ struct DiffStats {
   std::string detail() const;
 };
 
+// Builds DiffStats value by value, each with its own limit (ops whose bound depends on the data:
+// matmul's sum of |a||b| per element, reduce's sum of |x|). NaN and inf fail.
+class DiffAccumulator {
+ public:
+  void add(double got, double ref, double limit, const std::string& slot, int x, int y, int c = 0);
+  // The means and the PSNR (peak: max|ref|).
+  DiffStats finish();
+
+ private:
+  DiffStats m_s;
+  double m_sum_abs = 0, m_sum_sq = 0;
+};
+
 // Compares two images of the same desc (float or 8-bit). Throws Error(Internal) on a mismatch
 // of descs.
 DiffStats diff_images(const HostImage& got, const HostImage& ref, const Tolerance& tol,

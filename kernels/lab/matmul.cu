@@ -188,8 +188,7 @@ inline DiffStats matmul_compare(const CompareArgs& c) {
       }
   }
 
-  DiffStats d;
-  double sum_abs = 0, sum_sq = 0;
+  DiffAccumulator acc;
   std::vector<double> s(static_cast<size_t>(n));
   for (int i = 0; i < m; ++i) {
     if (exact_s) {  // S_ij for row i, in the reference's i-k-j order
@@ -204,34 +203,10 @@ inline DiffStats matmul_compare(const CompareArgs& c) {
         s[size_t(j)] =
             std::min(a_sum[size_t(i)] * b_max[size_t(j)], a_max[size_t(i)] * b_sum[size_t(j)]);
     }
-    for (int j = 0; j < n; ++j) {
-      const double gv = got.at(j, i), rv = ref.at(j, i);
-      const double e = std::abs(gv - rv);
-      const double lim = g * s[size_t(j)] + tiny;
-      ++d.count;
-      d.ref_max_abs = std::max(d.ref_max_abs, std::abs(rv));
-      d.limit = std::max(d.limit, lim);
-      if (!std::isfinite(gv)) ++d.nans;
-      if (!(e <= lim)) {  // NaN fails too
-        if (d.over++ == 0)
-          d.bad_slot = slot, d.bad_x = j, d.bad_y = i, d.bad_c = 0, d.bad_got = gv, d.bad_ref = rv;
-      }
-      if (std::isfinite(e)) {
-        d.max_abs = std::max(d.max_abs, e);
-        sum_abs += e;
-        sum_sq += e * e;
-      } else {
-        d.max_abs = std::numeric_limits<double>::infinity();
-      }
-    }
+    for (int j = 0; j < n; ++j)
+      acc.add(got.at(j, i), ref.at(j, i), g * s[size_t(j)] + tiny, slot, j, i);
   }
-  d.mean_abs = d.count ? sum_abs / double(d.count) : 0;
-  const double mse = d.count ? sum_sq / double(d.count) : 0;
-  const double peak = d.ref_max_abs > 0 ? d.ref_max_abs : 1.0;
-  d.psnr = d.nans ? 0
-                  : (mse > 0 ? 10.0 * std::log10(peak * peak / mse)
-                             : std::numeric_limits<double>::infinity());
-  return d;
+  return acc.finish();
 }
 
 }  // namespace lab::ops

@@ -133,24 +133,10 @@ inline DiffStats reduce_compare(const CompareArgs& a) {
   const double got = (*a.got)[0].view<float>().at(0, 0);
   const double ref = (*a.ref)[0].view<float>().at(0, 0);
   const double h = reduce_height(a.variant->name, n);
-  DiffStats d;
-  d.count = 1;
-  d.ref_max_abs = std::fabs(ref);
-  d.limit = (gamma_of(h + 1, 0x1p-24) + 2 * gamma_of(double(n), 0x1p-53)) * sum_abs;
-  const double e = std::fabs(got - ref);
-  const bool finite = std::isfinite(got);
-  if (!finite) d.nans = 1;
-  d.max_abs = finite ? e : std::numeric_limits<double>::infinity();
-  d.mean_abs = d.max_abs;
-  if (!finite || !(e <= d.limit)) {
-    d.over = 1;
-    d.bad_slot = "reduce", d.bad_x = 0, d.bad_y = 0, d.bad_c = 0, d.bad_got = got, d.bad_ref = ref;
-  }
-  const double peak = d.ref_max_abs > 0 ? d.ref_max_abs : 1.0;
-  d.psnr = !finite ? 0
-                   : (e > 0 ? 10.0 * std::log10(peak * peak / (e * e))
-                            : std::numeric_limits<double>::infinity());
-  return d;
+  DiffAccumulator acc;
+  acc.add(got, ref, (gamma_of(h + 1, 0x1p-24) + 2 * gamma_of(double(n), 0x1p-53)) * sum_abs,
+          "reduce", 0, 0);
+  return acc.finish();
 }
 
 }  // namespace lab::ops
