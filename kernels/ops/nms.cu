@@ -25,6 +25,7 @@
 
 #include "common.h"
 #include "launch.cuh"
+#include "nms_kernels.cuh"
 
 namespace lab::ops {
 
@@ -69,87 +70,6 @@ inline void nms_reference(const StageArgs& args) {
 }  // namespace lab::ops
 
 namespace lab::ops::LAB_MATH_NS {
-
-// ---- kernels ---------------------------------------------------------------------------------
-
-__device__ __forceinline__ float nms_keep(float v, float m, float thr) {
-  return v > thr && v >= m ? v : 0.0f;
-}
-
-__global__ void nms_v1_ldg_kernel(ImageView<const float> r, ImageView<float> dst, float thr) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= dst.width || y >= dst.height) return;
-  float m = -FLT_MAX;
-#pragma unroll
-  for (int dy = -2; dy <= 2; ++dy) {
-    const float* row = r.row(clampi(y + dy, 0, dst.height - 1));
-#pragma unroll
-    for (int dx = -2; dx <= 2; ++dx) m = fmaxf(m, __ldg(row + clampi(x + dx, 0, dst.width - 1)));
-  }
-  dst.at(x, y) = nms_keep(__ldg(&r.at(x, y)), m, thr);
-}
-
-template <int BX, int BY>
-__global__ void __launch_bounds__(BX* BY)
-    nms_v2_smem_tile_kernel(ImageView<const float> r, ImageView<float> dst, float thr) {
-  constexpr int TW = BX + 4, TH = BY + 4;
-  __shared__ float tile[TH][TW + 1];  // +1: column reads of the second pass avoid bank conflicts
-  __shared__ float rowmax[TH][BX + 1];
-  const int x0 = blockIdx.x * BX - 2, y0 = blockIdx.y * BY - 2;
-  const int tid = threadIdx.y * BX + threadIdx.x;
-  for (int i = tid; i < TW * TH; i += BX * BY) {
-    const int ty = i / TW, tx = i - ty * TW;
-    tile[ty][tx] =
-        __ldg(&r.at(clampi(x0 + tx, 0, dst.width - 1), clampi(y0 + ty, 0, dst.height - 1)));
-  }
-  __syncthreads();
-  for (int i = tid; i < TH * BX; i += BX * BY) {
-    const int ty = i / BX, tx = i - ty * BX;
-    const float* t = &tile[ty][tx];
-    rowmax[ty][tx] = fmaxf(fmaxf(fmaxf(t[0], t[1]), fmaxf(t[2], t[3])), t[4]);
-  }
-  __syncthreads();
-  const int x = blockIdx.x * BX + threadIdx.x, y = blockIdx.y * BY + threadIdx.y;
-  if (x >= dst.width || y >= dst.height) return;
-  float m = rowmax[threadIdx.y][threadIdx.x];
-#pragma unroll
-  for (int k = 1; k < 5; ++k) m = fmaxf(m, rowmax[threadIdx.y + k][threadIdx.x]);
-  dst.at(x, y) = nms_keep(tile[threadIdx.y + 2][threadIdx.x + 2], m, thr);
-}
-
-// v3 and v4: a column strip of NMS_ROWS outputs per thread. FUSED multiplies by the second map
-// when it is given (s.data != nullptr).
-template <int NMS_ROWS, bool FUSED>
-__global__ void nms_rows_kernel(ImageView<const float> r, ImageView<const float> s,
-                                ImageView<float> dst, float thr) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * NMS_ROWS;
-  if (x >= dst.width || y0 >= dst.height) return;
-  int xs[5];
-#pragma unroll
-  for (int d = 0; d < 5; ++d) xs[d] = clampi(x + d - 2, 0, dst.width - 1);
-  constexpr int N = NMS_ROWS + 4;
-  float rm[N], centre[N];
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const float* row = r.row(clampi(y0 + k - 2, 0, dst.height - 1));
-    float v[5];
-#pragma unroll
-    for (int d = 0; d < 5; ++d) v[d] = __ldg(row + xs[d]);
-    centre[k] = v[2];
-    rm[k] = fmaxf(fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3])), v[4]);
-  }
-#pragma unroll
-  for (int k = 0; k < NMS_ROWS; ++k) {
-    const int y = y0 + k;
-    if (y >= dst.height) break;
-    const float m = fmaxf(fmaxf(fmaxf(rm[k], rm[k + 1]), fmaxf(rm[k + 2], rm[k + 3])), rm[k + 4]);
-    float out = nms_keep(centre[k + 2], m, thr);
-    if (FUSED && s.data) out *= __ldg(&s.at(x, y));
-    dst.at(x, y) = out;
-  }
-}
 
 // ---- launchers -------------------------------------------------------------------------------
 
@@ -232,6 +152,12 @@ OpDef nms_op() {
        any, {64, 4}, launch_v4, nullptr, "", {"harris", "reliability?"}},
   };
   // clang-format on
+  // v4 also reads the optional second score map, which a live kernel does not get.
+  set_live_copy(op, "v1_ldg", "nms_v1_ldg_kernel(in[0], out[0], p.v[0])");  // p.v[0]: threshold
+  set_live_copy(op, "v2_smem_tile",
+                "nms_v2_smem_tile_kernel<LAB_BLOCK_X, LAB_BLOCK_Y>(in[0], out[0], p.v[0])", 1, 1,
+                true);
+  set_live_copy(op, "v3_rows", "nms_rows_kernel<8, false>(in[0], ImageIn{}, out[0], p.v[0])", 1, 8);
   return op;
 }
 

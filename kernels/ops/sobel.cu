@@ -18,6 +18,7 @@
 
 #include "common.h"
 #include "launch.cuh"
+#include "sobel_kernels.cuh"
 
 namespace lab::ops {
 
@@ -29,17 +30,6 @@ struct SobelParams {
 inline std::vector<ImageDesc> sobel_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
   const ImageDesc d = require_f32_plane("sobel", in[0]);
   return {d, d};
-}
-
-// a[r][c]: the 3x3 window, r and c in 0..2 for offsets -1..1.
-LAB_HD float sobel_gx(const float a[3][3]) {
-  const float d0 = a[0][2] - a[0][0], d1 = a[1][2] - a[1][0], d2 = a[2][2] - a[2][0];
-  return d0 + 2.0f * d1 + d2;
-}
-LAB_HD float sobel_gy(const float a[3][3]) {
-  const float s0 = a[0][0] + 2.0f * a[0][1] + a[0][2];
-  const float s2 = a[2][0] + 2.0f * a[2][1] + a[2][2];
-  return s2 - s0;
 }
 
 inline void sobel_reference(const StageArgs& a) {
@@ -59,86 +49,6 @@ inline void sobel_reference(const StageArgs& a) {
 }  // namespace lab::ops
 
 namespace lab::ops::LAB_MATH_NS {
-
-// ---- kernels ---------------------------------------------------------------------------------
-
-__device__ __forceinline__ void load_window(const ImageView<const float>& src, int x, int y,
-                                            float w[3][3]) {
-#pragma unroll
-  for (int r = 0; r < 3; ++r) {
-    const float* row = src.row(clampi(y + r - 1, 0, src.height - 1));
-#pragma unroll
-    for (int c = 0; c < 3; ++c) w[r][c] = __ldg(row + clampi(x + c - 1, 0, src.width - 1));
-  }
-}
-
-template <bool DX>
-__global__ void sobel_v1_unfused_kernel(ImageView<const float> src, ImageView<float> dst) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= src.width || y >= src.height) return;
-  float w[3][3];
-  load_window(src, x, y, w);
-  dst.at(x, y) = DX ? sobel_gx(w) : sobel_gy(w);
-}
-
-__global__ void sobel_v2_fused_ldg_kernel(ImageView<const float> src, ImageView<float> gx,
-                                          ImageView<float> gy) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= src.width || y >= src.height) return;
-  float w[3][3];
-  load_window(src, x, y, w);
-  gx.at(x, y) = sobel_gx(w);
-  gy.at(x, y) = sobel_gy(w);
-}
-
-template <int BX, int BY>
-__global__ void __launch_bounds__(BX* BY)
-    sobel_v3_smem_tile_kernel(ImageView<const float> src, ImageView<float> gx,
-                              ImageView<float> gy) {
-  constexpr int TW = BX + 2, TH = BY + 2;
-  __shared__ float tile[TH][TW];
-  const int x0 = blockIdx.x * BX - 1, y0 = blockIdx.y * BY - 1;
-  for (int i = threadIdx.y * BX + threadIdx.x; i < TW * TH; i += BX * BY) {
-    const int ty = i / TW, tx = i - ty * TW;
-    tile[ty][tx] =
-        __ldg(&src.at(clampi(x0 + tx, 0, src.width - 1), clampi(y0 + ty, 0, src.height - 1)));
-  }
-  __syncthreads();
-  const int x = blockIdx.x * BX + threadIdx.x, y = blockIdx.y * BY + threadIdx.y;
-  if (x >= src.width || y >= src.height) return;
-  float w[3][3];
-#pragma unroll
-  for (int r = 0; r < 3; ++r)
-#pragma unroll
-    for (int c = 0; c < 3; ++c) w[r][c] = tile[threadIdx.y + r][threadIdx.x + c];
-  gx.at(x, y) = sobel_gx(w);
-  gy.at(x, y) = sobel_gy(w);
-}
-
-template <int SOBEL_ROWS>
-__global__ void sobel_v4_rows_kernel(ImageView<const float> src, ImageView<float> gx,
-                                     ImageView<float> gy) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * SOBEL_ROWS;
-  if (x >= src.width || y0 >= src.height) return;
-  const int xl = clampi(x - 1, 0, src.width - 1), xr = clampi(x + 1, 0, src.width - 1);
-  float d[SOBEL_ROWS + 2], s[SOBEL_ROWS + 2];  // the row filters [-1 0 1] and [1 2 1]
-#pragma unroll
-  for (int r = 0; r < SOBEL_ROWS + 2; ++r) {
-    const float* row = src.row(clampi(y0 + r - 1, 0, src.height - 1));
-    const float a = __ldg(row + xl), b = __ldg(row + x), c = __ldg(row + xr);
-    d[r] = c - a;
-    s[r] = a + 2.0f * b + c;
-  }
-#pragma unroll
-  for (int r = 0; r < SOBEL_ROWS; ++r) {
-    if (y0 + r >= src.height) break;
-    gx.at(x, y0 + r) = d[r] + 2.0f * d[r + 1] + d[r + 2];
-    gy.at(x, y0 + r) = s[r + 2] - s[r];
-  }
-}
 
 // ---- launchers -------------------------------------------------------------------------------
 
@@ -234,6 +144,13 @@ OpDef sobel_op() {
        upto_512, {32, 4}, launch_v5, nullptr},
   };
   // clang-format on
+  // v1 is two launches (one per gradient): no single-kernel copy.
+  const std::string args = "(in[0], out[0], out[1])";
+  set_live_copy(op, "v2_fused_ldg", "sobel_v2_fused_ldg_kernel" + args);
+  set_live_copy(op, "v3_smem_tile", "sobel_v3_smem_tile_kernel<LAB_BLOCK_X, LAB_BLOCK_Y>" + args, 1,
+                1, true);
+  set_live_copy(op, "v4_rows", "sobel_v4_rows_kernel<8>" + args, 1, 8);
+  set_live_copy(op, "v5_rows16", "sobel_v4_rows_kernel<16>" + args, 1, 16);
   return op;
 }
 
