@@ -123,7 +123,7 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("live: every copy of a built-in kernel compiles, for Orin and the H200") {
     const auto copies = copyable();
-    CHECK(copies.size() >= 12);  // blur (7 of 8: v2 is two launches) and harris (5)
+    CHECK(copies.size() >= 19);  // blur 7 of 8, sobel 4 of 5, harris 5, nms 3 of 4
     for (const auto& [op, v] : copies) {
       const lab::VariantDef& vd = op->def.variants[v];
       for (lab::MathMode m : {lab::MathMode::Precise, lab::MathMode::Fast}) {
@@ -235,11 +235,12 @@ TEST_SUITE("gpu") {
         REQUIRE_MESSAGE(b.ok, label << ": " << b.log);
         auto kernel = std::make_shared<lab::LiveKernel>(b);
         CHECK(kernel->regs > 0);
-        lab::PipelineConfig p = lab::default_pipeline("harris");
+        lab::PipelineConfig p = lab::default_pipeline("keypoints");  // every copyable stage
         lab::apply_size(p, "333x211");
-        size_t stage = 0;
+        size_t stage = p.stages.size();
         for (size_t i = 0; i < p.stages.size(); ++i)
           if (p.stages[i].op == op->def.name) stage = i;
+        REQUIRE_MESSAGE(stage < p.stages.size(), label);
         p.stages[stage].custom = lab::make_live_op(*op, kernel);
         p.stages[stage].math = m;
         lab::Runner r(lab::Backend::Cuda);
@@ -297,5 +298,32 @@ TEST_SUITE("gpu") {
     s.block = s.variant_def().default_block;
     r.run_stage(1, &s);
     CHECK(r.compare(1, r.reference(1, &s), lab::MathMode::Precise, &s).pass());
+  }
+
+  LAB_GPU_CASE("live: a kernel added as a new stage reads a slot and writes 'user'") {
+    const std::string src =
+        "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
+        "  const int x = lab_x(), y = lab_y();\n"
+        "  if (inside(out[0], x, y)) out[0].at(x, y) = 2.0f * in[0].at(x, y);\n"
+        "}\n";
+    const lab::LiveBuild b = lab::live_compile(src, lab::LiveOptions{});
+    REQUIRE(b.ok);
+    lab::PipelineConfig p = lab::default_pipeline("harris");
+    lab::apply_size(p, "97x61");
+    lab::StageConfig added;
+    added.op = "user";
+    added.custom = lab::make_live_stage("blur", std::make_shared<lab::LiveKernel>(b));
+    p.stages.push_back(added);
+    const lab::HostImage frame = lab::io::synthetic_frame(200, 150, 3, 2);
+    lab::Runner r(lab::Backend::Cuda);
+    r.configure(p, frame.desc());
+    r.set_input(frame);
+    r.run();
+    const lab::HostImage blur = r.read_slot("blur"), user = r.read_slot("user");
+    REQUIRE(user.desc() == blur.desc());
+    const auto bv = blur.view<float>(), uv = user.view<float>();
+    for (int y = 0; y < bv.height; ++y)
+      for (int x = 0; x < bv.width; ++x) REQUIRE(uv.at(x, y) == 2.0f * bv.at(x, y));
+    CHECK_THROWS_AS(r.reference(p.stages.size() - 1), lab::Error);  // timed, not compared
   }
 }

@@ -298,6 +298,32 @@ TEST_SUITE("cpu") {
   }
 #endif
 
+  TEST_CASE("gui: a playground opens on its generated inputs and shows its result") {
+    const Shot s = screenshot("",
+                              "--headless --frames 3 --window 800x600 --device cpu --lab transpose "
+                              "--size 96x64 --seed 3");
+    CHECK(s.code == 0);
+    CHECK(s.colours > 20);
+    CHECK(s.viewport_colours > 10);  // the transposed noise, through the colormap
+  }
+
+  TEST_CASE("gui: a live kernel file opens in the editor and compiles; a missing one is said") {
+    const char* env = std::getenv("LAB_EXAMPLES_DIR");
+    const std::string file = std::string(env && *env ? env : LAB_EXAMPLES_DIR) + "/blur_smem.cu";
+    const Result ok = lab_cli(
+        "gui --headless --frames 3 --window 800x600 --device cpu --pipeline "
+        "harris --kernel-file " +
+        file + " --replace blur");
+    CHECK(ok.code == 0);
+    CHECK(has(ok, "gui: live kernel"));
+    CHECK(has(ok, "compiled in"));
+    const Result missing = lab_cli(
+        "gui --headless --frames 3 --window 800x600 --device cpu "
+        "--pipeline harris --kernel-file /nonexistent.cu --replace blur");
+    CHECK(missing.code == 0);  // the GUI runs on; the message is on screen
+    CHECK(has(missing, "does not exist"));
+  }
+
   TEST_CASE("gui: a headless run without --frames stops by itself") {
     const Shot s = screenshot("timeout 60 ",
                               "--headless --window 320x240 --device cpu "

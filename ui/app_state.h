@@ -150,7 +150,9 @@ struct LiveResult {
 
 // The live-kernel editor's state.
 struct LiveUi {
-  std::string stage;       // the stage the kernel replaces
+  std::string stage;  // the stage the kernel replaces ...
+  bool add = false;   // ... or, when set, a new stage "user" reading add_slot
+  std::string add_slot;
   std::vector<char> text;  // the editor's buffer
   LiveOptions opts;
   std::future<LiveResult> job;

@@ -372,6 +372,7 @@ FrameResult run_job(Runner& r, JobInput in) {
     if (in.compare) {
       for (size_t i = 0; i < r.stages().size(); ++i) {
         if (r.skipped(i)) continue;  // fused away or disabled: nothing of its own to diff
+        if (!r.stages()[i].reference()) continue;  // a live kernel added as a stage
         StageDiff d;
         d.stage = r.stages()[i].op->def.name;
         d.reference = r.reference(i);
@@ -436,7 +437,7 @@ int run_gui(const GuiOptions& opt) {
       std::copy(src.begin(), src.end(), app.live.text.begin());
       start_live_compile(app);
     } catch (const Error& e) {
-      app.ui.message = e.what();  // the GUI keeps running; the message says what went wrong
+      app.ui.message = app.live.status = e.what();  // the GUI keeps running and says why
     }
   }
 

@@ -1,6 +1,7 @@
 // Live kernel: an editor for a user kernel, compiled with NVRTC on a worker thread and run as a
 // stage's "user" variant, so the stage's diff, timings and occupancy apply to it. The running
 // kernel keeps running until a new one has compiled and loaded.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -26,20 +27,42 @@ void set_editor_text(GuiApp& app, const std::string& s) {
 std::vector<std::string> live_stages(const GuiApp& app) {
   std::vector<std::string> out;
   for (const StageConfig& s : app.ui.pipeline.stages)
-    if (live_refusal(find_op(s.op)).empty()) out.push_back(s.op);
+    if (s.op != "user" && live_refusal(find_op(s.op)).empty()) out.push_back(s.op);
   return out;
 }
 
-// Installs a loaded kernel as its stage's "user" variant; the next engine job reconfigures.
+// The float planes of the last frame a new stage could read.
+std::vector<std::string> plane_slots(const GuiApp& app) {
+  std::vector<std::string> out;
+  for (const SlotInfo& s : app.view.slots)
+    if (s.name != "user" && s.desc.type == PixelType::F32 && s.desc.channels == 1)
+      out.push_back(s.name);
+  return out;
+}
+
+// Installs a loaded kernel as its stage's "user" variant, or as the stage "user" added at the
+// end of the pipeline; the next engine job reconfigures.
 void install(GuiApp& app, std::shared_ptr<const LiveKernel> k) {
-  for (StageConfig& s : app.ui.pipeline.stages)
+  auto& stages = app.ui.pipeline.stages;
+  app.live.installed_at = std::chrono::steady_clock::now();
+  app.live.waiting_first_run = true;
+  if (app.live.add) {
+    auto it = std::find_if(stages.begin(), stages.end(),
+                           [](const StageConfig& s) { return s.op == "user"; });
+    if (it == stages.end()) it = stages.insert(stages.end(), StageConfig{});
+    it->op = "user";
+    it->custom = make_live_stage(app.live.add_slot, std::move(k));
+    it->variant = "user";
+    it->block.reset();
+    app.ui.pipeline_dirty = true;
+    return;
+  }
+  for (StageConfig& s : stages)
     if (s.op == app.live.stage) {
       s.custom = make_live_op(find_op(s.op), std::move(k));
       s.variant = "user";
       s.block.reset();
       app.ui.pipeline_dirty = true;
-      app.live.installed_at = std::chrono::steady_clock::now();
-      app.live.waiting_first_run = true;
       return;
     }
   app.live.status = "stage " + app.live.stage + " is not in the pipeline any more";
@@ -123,15 +146,43 @@ void draw_live_panel(GuiApp& app) {
     return;
   }
   if (std::find(stages.begin(), stages.end(), L.stage) == stages.end()) L.stage = stages[0];
+  int mode = L.add ? 1 : 0;
+  if (ImGui::RadioButton("replace", &mode, 0)) L.add = false;
+  tip("your kernel runs as a stage's variant 'user', next to the built-in ones, with the stage's "
+      "CPU reference and diff");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("add", &mode, 1)) L.add = true;
+  tip("your kernel runs as a new stage 'user' at the end of the pipeline, reading a float slot "
+      "and writing one of the same size (timed; no CPU reference to diff against)");
+  ImGui::SameLine();
   ImGui::SetNextItemWidth(120);
-  if (ImGui::BeginCombo("stage", L.stage.c_str())) {
-    for (const std::string& s : stages)
-      if (ImGui::Selectable(s.c_str(), s == L.stage)) L.stage = s;
-    ImGui::EndCombo();
+  if (!L.add) {
+    if (ImGui::BeginCombo("stage", L.stage.c_str())) {
+      for (const std::string& s : stages)
+        if (ImGui::Selectable(s.c_str(), s == L.stage)) L.stage = s;
+      ImGui::EndCombo();
+    }
+    tip("the stage your kernel replaces: in[i] and out[i] are its input and output slots");
+  } else {
+    const std::vector<std::string> slots = plane_slots(app);
+    if (L.add_slot.empty() && !slots.empty()) L.add_slot = slots.back();
+    if (ImGui::BeginCombo("reads", L.add_slot.c_str())) {
+      for (const std::string& s : slots)
+        if (ImGui::Selectable(s.c_str(), s == L.add_slot)) L.add_slot = s;
+      ImGui::EndCombo();
+    }
+    tip("the slot the new stage reads as in[0]; it writes out[0], the slot 'user'");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("remove")) {
+      auto& st = app.ui.pipeline.stages;
+      const auto n = st.size();
+      st.erase(
+          std::remove_if(st.begin(), st.end(), [](const StageConfig& s) { return s.op == "user"; }),
+          st.end());
+      app.ui.pipeline_dirty = app.ui.pipeline_dirty || st.size() != n;
+    }
+    tip("take the added stage out of the pipeline");
   }
-  tip("the stage your kernel replaces: it reads that stage's input slots and writes its outputs, "
-      "and runs as its variant 'user', next to the built-in ones, with the stage's CPU "
-      "reference and diff");
   const Op& op = find_op(L.stage);
   ImGui::SameLine();
   if (ImGui::BeginCombo("##copy", "edit a copy of...")) {

@@ -17,7 +17,7 @@ namespace {
 const Block kProbeBlocks[] = {{8, 8}, {16, 8}, {64, 16}, {64, 32}, {1024, 2}};
 
 void stage_controls(GuiApp& app, StageConfig& s, int index) {
-  const Op& op = find_op(s.op);
+  const Op& op = s.custom ? *s.custom : find_op(s.op);  // custom: a live kernel's op
   ImGui::PushID(index);
   if (ImGui::Checkbox("##on", &s.enabled)) app.ui.pipeline_dirty = true;
   tip("enabled: launched every frame. Off: not launched; its output passes its input through "

@@ -340,6 +340,22 @@ std::shared_ptr<const Op> make_live_op(const Op& base, std::shared_ptr<const Liv
   return op;
 }
 
+std::shared_ptr<const Op> make_live_stage(const std::string& input_slot,
+                                          std::shared_ptr<const LiveKernel> k) {
+  Op base;
+  base.def.name = "user";
+  base.def.summary = "your kernel, added as a stage: reads " + input_slot + ", writes user";
+  base.def.inputs = {input_slot};
+  base.def.outputs = {"user"};
+  base.def.shape = [](const std::vector<ImageDesc>& in, const ParamMap&) {
+    if (in.empty() || in[0].type != PixelType::F32 || in[0].channels != 1 || in[0].empty())
+      throw Error(ErrorKind::Data, "user: a live stage reads a float plane");
+    return std::vector<ImageDesc>{in[0]};
+  };
+  base.def.tol_why = "no CPU reference: a live kernel added as a new stage is timed, not compared";
+  return make_live_op(base, std::move(k));
+}
+
 std::string live_copy_source(const Op& op, size_t variant, Block block, MathMode math,
                              LiveOptions* options) {
   const VariantDef& v = op.def.variants.at(variant);

@@ -90,6 +90,11 @@ void launch_live(LaunchContext& ctx, const StageArgs& a, const LiveKernel& k,
 // kernel was compiled for); the stage's reference, tolerance and comparison stay.
 std::shared_ptr<const Op> make_live_op(const Op& base, std::shared_ptr<const LiveKernel> k);
 
+// The user kernel as a new stage named "user" that reads `input_slot` (a float plane) and writes
+// a slot "user" of the same shape. It has no CPU reference: it is timed, not compared.
+std::shared_ptr<const Op> make_live_stage(const std::string& input_slot,
+                                          std::shared_ptr<const LiveKernel> k);
+
 // Whether a stage can take a live kernel: every input and output a float plane, at most 4 of
 // each (blur, sobel, harris, nms, the float playgrounds). Empty when it can, else why not.
 std::string live_refusal(const Op& op);

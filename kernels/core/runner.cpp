@@ -425,6 +425,8 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
                 "run_stage: stage " + std::to_string(i) + " is not " + s.op->def.name);
   const StageArgs args = args_for(s);
   if (m_backend == Backend::Cpu) {
+    if (!s.reference())
+      throw Error(ErrorKind::Usage, "stage " + s.op->def.name + " runs only on a GPU");
     const auto t0 = std::chrono::steady_clock::now();
     s.reference()(args);
     m_stage_ms[i] =
@@ -703,6 +705,8 @@ std::vector<HostImage> Runner::reference(size_t i, const ResolvedStage* cfg) con
   for (auto& img : out) a.out.push_back(img.ref());
   a.params = s.params;
   a.block = s.block;
+  if (!s.reference())
+    throw Error(ErrorKind::Usage, "stage " + s.op->def.name + " has no CPU reference");
   s.reference()(a);
   return out;
 }
