@@ -6,7 +6,7 @@
 # where python3 has torch; then the playgrounds: check, racecheck and `bench --lab` at the issue's
 # sizes; then live kernels: copies of built-in kernels timed against them, compile-to-running in
 # the GUI, a bad kernel under compute-sanitizer. LAB_PROOF_SECTIONS picks sections (default:
-# "tests gui sanitizer bench torch labs live").
+# "tests gui sanitizer bench torch upload labs live"; "gputests" runs the GPU suite alone).
 # Logs go to $OUT (or ./out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,8 +25,13 @@ if ls "$here"/../.gl/*.deb >/dev/null 2>&1; then
 fi
 lab=$here/bin/kernel-lab
 san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
-sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch labs live} "
+step() {
+  local t0=$SECONDS
+  echo "=== $*"
+  "$@"
+  echo "=== exit $? ($((SECONDS - t0)) s)"
+}
+sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch upload labs live} "
 want() { [[ $sections == *" $1 "* ]]; }
 [ "${LAB_PROOF_BENCH:-1}" = 0 ] && sections=${sections/ bench / }
 want tests && {
@@ -36,6 +41,9 @@ want tests && {
   step "$lab" check
   step "$lab" check --input "$here/data/chessboard.png" --size 3840x2160
 } 2>&1 | tee "$out/tests.log"
+want gputests && {  # the GPU suite alone (the tests section runs it with the rest)
+  step "$here/bin/lab_tests" --test-suite=gpu
+} 2>&1 | tee "$out/gputests.log" | grep -E "^===|test cases|assertions|ERROR|FAILED"
 want gui && {  # the GUI headless on the GPU (EGL + interop): a screenshot, and the whole-frame timings
   step "$lab" gui --headless --frames 300 --window 1600x900 --input synthetic:1920x1080@1000 --screenshot "$out/gui-gpu.png"
   step "$lab" gui --headless --frames 300 --window 1600x900 --graph --input synthetic:1920x1080@1000
@@ -67,17 +75,19 @@ want bench && {
 if want torch && python3 -c "import torch" 2>/dev/null; then
   step python3 "$here/torch_pipeline.py" --lab "$lab" --topk-input "$here/data/graf1.png" 2>&1 | tee "$out/torch.log"
 fi
+want upload && {  # the upload modes against the frame already on the GPU (1080p BGR)
+  step "$lab" bench --stage letterbox --input synthetic:1920x1080 --reps 300
+} 2>&1 | tee "$out/upload.log" | grep -E "^===|pipeline \("
 want labs && {  # the playgrounds: every variant checked, shared-memory races, the story measured
-  for l in matmul reduce scan sort transpose access branch; do step "$lab" check --lab $l; done
+  for l in matmul reduce scan sort transpose access branch; do step "$lab" check --lab $l --quick; done
+  step "$lab" gui --headless --frames 60 --window 1600x900 --lab matmul --size 2048x2048x2048 --screenshot "$out/gui-matmul.png"
   step "$san" --tool racecheck --error-exitcode 99 "$lab" check --lab matmul --size 67x45x37 --quick
   step "$san" --tool racecheck --error-exitcode 99 "$lab" check --lab transpose --size 100x77 --quick
   for l in reduce scan sort; do
     step "$san" --tool racecheck --error-exitcode 99 "$lab" check --lab $l --size 5000 --quick
   done
   step "$san" --tool memcheck --error-exitcode 99 "$lab" check --lab matmul --size 67x45x37 --quick
-  for l in reduce scan sort transpose access branch; do
-    step "$san" --tool memcheck --error-exitcode 99 "$lab" check --lab $l --size $([ $l = transpose ] && echo 100x77 || echo 5000) --quick
-  done
+  step "$san" --tool memcheck --error-exitcode 99 "$lab" check --lab sort --size 5000 --quick
   step "$lab" bench --lab matmul --size 4096x4096x4096 --warmup 3 --reps 20
   step "$lab" bench --lab reduce --size 2^28 --warmup 5 --reps 50
   step "$lab" bench --lab transpose --size 16384x16384 --warmup 5 --reps 50
