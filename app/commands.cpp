@@ -280,13 +280,19 @@ int cmd_list(const ListOptions& o) {
     if (d.lab_inputs)
       std::cout << "  lesson: " << d.story << "\n  size: " << d.lab_size_help << " (default "
                 << d.lab_default_size << ")\n";
-    std::cout << "  tolerance: precise abs " << d.tol_precise.abs << " + rel " << d.tol_precise.rel
-              << " x max|ref|, fast abs " << d.tol_fast.abs << " + rel " << d.tol_fast.rel << " ("
-              << d.tol_why << ")\n";
+    if (d.compare)  // the op's own comparison: its bound is in tol_why
+      std::cout << "  tolerance: " << d.tol_why << "\n";
+    else
+      std::cout << "  tolerance: precise abs " << d.tol_precise.abs << " + rel "
+                << d.tol_precise.rel << " x max|ref|, fast abs " << d.tol_fast.abs << " + rel "
+                << d.tol_fast.rel << " (" << d.tol_why << ")\n";
     for (size_t v = 0; v < d.variants.size(); ++v) {
       const auto& vd = d.variants[v];
       std::cout << "  " << (v == op.default_variant() ? "*" : " ") << " " << vd.name << ": "
-                << vd.delta << (vd.ceiling ? " [the ceiling]" : "") << "\n";
+                << vd.delta
+                << (vd.ceiling && vd.delta.find("ceiling") == std::string::npos ? " (the ceiling)"
+                                                                                : "")
+                << "\n";
       if (!vd.expect.empty()) std::cout << "      expect: " << vd.expect << "\n";
       std::cout << "      blocks:";
       for (const auto& b : vd.blocks)

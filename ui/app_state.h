@@ -138,6 +138,7 @@ struct UiState {
   char lab_size[64] = {};
   int lab_seed = 1;
   bool lab_dirty = false;
+  std::string lab_loaded;  // the playground whose inputs the runner holds
   std::map<std::string, std::map<std::string, std::vector<float>>> lab_ms;
 };
 
@@ -163,6 +164,7 @@ struct LiveUi {
   std::chrono::steady_clock::time_point started, installed_at;
   bool waiting_first_run = false;
   double to_running_ms = 0;  // compile start to the first frame that ran it
+  int cursor_line = 1;       // in the editor
 };
 
 struct GuiApp {

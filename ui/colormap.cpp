@@ -48,8 +48,9 @@ Range auto_range(const ImageRef& img) {
 ImageRef display_view(const ImageRef& img) {
   const ImageDesc& d = img.desc;
   if (d.height != 1 || d.width <= 4096) return img;
-  int w = 4096;
-  if (d.width / w > 16384) w = (d.width / 16384 + 63) / 64 * 64;
+  // Near square: sqrt(n) rounded up to 64, so 2^24 elements show as 4096 x 4096.
+  int w = (int(std::ceil(std::sqrt(double(d.width)))) + 63) / 64 * 64;
+  w = std::max(w, (d.width / 16384 + 63) / 64 * 64);  // at most 16384 rows
   ImageRef v = img;
   v.desc.width = w;
   v.desc.height = d.width / w;

@@ -19,8 +19,9 @@ struct Range {
 Range auto_range(const ImageRef& img);
 
 // A long one-row array (a playground's reduce, scan or sort data) folded into rows so that it
-// fits a texture: 4096 wide (wider when that would exceed 16384 rows); the last partial row is
-// not shown. Other images are returned as they are. The data must be contiguous (one row is).
+// fits a texture: about square (sqrt(n) rounded up to 64 wide, at most 16384 rows); the last
+// partial row is not shown. Other images (and arrays of up to 4096) are returned as they are.
+// The data must be contiguous (one row is).
 ImageRef display_view(const ImageRef& img);
 // Symmetric range [-m, m], m = max |value|, for signed maps (gradients, Harris, differences).
 Range symmetric_range(const ImageRef& img);

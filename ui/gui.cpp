@@ -146,18 +146,24 @@ void engine_frame(GuiApp& app, bool wait) {
   }
   if (app.job.valid() || app.gpu_lost) return;
   JobInput in;
-  const bool lab = playground_of(app.ui.pipeline) != nullptr;
+  const Op* lab = playground_of(app.ui.pipeline);
   io::Frame f;
   // A playground computes on its generated inputs: camera frames are left in the mailbox.
   if (!lab && app.capture->take_latest(f)) in.frame = std::move(f.image);
   app.frame_has_input = in.frame.has_value();
   if (lab && (app.ui.lab_dirty || app.ui.pipeline_dirty)) {
-    in.lab = LabRequest{app.ui.lab_size, uint64_t(app.ui.lab_seed)};
+    // New inputs only for a new playground or a new size or seed; a variant, block or math
+    // change reconfigures on the inputs already on the device.
+    if (app.ui.lab_dirty || app.ui.lab_loaded != lab->def.name) {
+      in.lab = LabRequest{app.ui.lab_size, uint64_t(app.ui.lab_seed)};
+      app.ui.lab_loaded = lab->def.name;
+    }
     in.pipeline = app.ui.pipeline;
     app.ui.lab_dirty = app.ui.pipeline_dirty = false;
     app.ui.launch_us.clear();
     app.ui.diff.clear();
   }
+  if (!lab) app.ui.lab_loaded.clear();
   // An image pipeline can only be configured for an input: it waits for the first frame (and,
   // after a playground, for a camera frame: the runner's input is then the playground's).
   const bool was_lab = !app.view.slots.empty() && app.view.lab;
@@ -214,9 +220,10 @@ void draw_ui(GuiApp& app) {
                           ImGuiCond_FirstUseEver);
   ImGui::SetNextWindowSize(ImVec2(third, vp->WorkSize.y * 0.3f), ImGuiCond_FirstUseEver);
   draw_device_panel(app);
-  // The editor opens collapsed over the viewport's right half: the first view stays the image.
+  // The editor opens collapsed on the right of the viewport's title bar, where it hides nothing:
+  // the first view stays the image.
   ImGui::SetNextWindowPos(
-      ImVec2(vp->WorkPos.x + side + (vp->WorkSize.x - side) * 0.45f, vp->WorkPos.y + 20),
+      ImVec2(vp->WorkPos.x + side + (vp->WorkSize.x - side) * 0.45f, vp->WorkPos.y),
       ImGuiCond_FirstUseEver);
   ImGui::SetNextWindowSize(ImVec2((vp->WorkSize.x - side) * 0.55f, vp->WorkSize.y * 0.65f),
                            ImGuiCond_FirstUseEver);

@@ -240,8 +240,18 @@ void draw_live_panel(GuiApp& app) {
 
   // The editor, then the compiler's messages at their lines.
   const float h = ImGui::GetContentRegionAvail().y * 0.6f;
+  // The cursor's line, so a diagnostic's line number can be found in the editor.
+  auto cursor_line = [](ImGuiInputTextCallbackData* d) {
+    int line = 1;
+    for (int i = 0; i < d->CursorPos && i < d->BufTextLen; ++i) line += d->Buf[i] == '\n';
+    *static_cast<int*>(d->UserData) = line;
+    return 0;
+  };
   ImGui::InputTextMultiline("##source", L.text.data(), L.text.size(), ImVec2(-1, h),
-                            ImGuiInputTextFlags_AllowTabInput);
+                            ImGuiInputTextFlags_AllowTabInput | ImGuiInputTextFlags_CallbackAlways,
+                            cursor_line, &L.cursor_line);
+  ImGui::Text("line %d", L.cursor_line);
+  tip("the cursor's line: the messages below name the lines they are about");
   tip("__global__ void user_kernel(Inputs in, Outputs out, Params p): in[i], out[i] are the "
       "stage's slots (float planes), p.v[i] its parameters; helpers in lab_live.cuh");
   for (const LiveDiagnostic& d : L.last.diagnostics) {

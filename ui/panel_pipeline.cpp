@@ -190,8 +190,8 @@ void lab_controls(GuiApp& app, const Op& op) {
       ImGui::TableNextColumn();
       if (ms > 0) {
         ImGui::Text("%.3f ms", ms);
-        tip(("median GPU time (CUDA events around its launches) over the frames it ran, best "
-             "of the configurations tried: " +
+        tip(("median time over the frames it ran (GPU: between CUDA events around its launches; "
+             "without a GPU: the CPU reference's wall time), best of the configurations tried: " +
              config)
                 .c_str());
       } else {

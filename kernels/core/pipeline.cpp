@@ -74,9 +74,12 @@ PipelineConfig default_pipeline(const std::string& name) {
 }
 
 const Op* playground_of(const PipelineConfig& p) {
-  if (p.stages.size() != 1) return nullptr;
-  const Op& op = find_op(p.stages[0].op);
-  return op.def.lab_inputs ? &op : nullptr;
+  if (p.stages.empty()) return nullptr;
+  const Op* op = find_playground(p.stages[0].op);
+  // A playground is its one stage, plus any live kernel added after it (stage "user").
+  for (size_t k = 1; op && k < p.stages.size(); ++k)
+    if (p.stages[k].op != "user") return nullptr;
+  return op;
 }
 
 const Op* find_playground(const std::string& name) {

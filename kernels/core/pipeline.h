@@ -75,7 +75,8 @@ PipelineConfig default_pipeline(const std::string& name = "keypoints");
 // gives a block. `dev` may be null (no GPU: the device limits are not checked).
 std::string block_refusal(const VariantDef& variant, Block block, const DeviceInfo* dev);
 
-// The playground op a pipeline runs, or null for an image pipeline.
+// The playground op a pipeline runs (its one stage, and any live stage added after it), or null
+// for an image pipeline.
 const Op* playground_of(const PipelineConfig& p);
 // The playground of that name, or null.
 const Op* find_playground(const std::string& name);
