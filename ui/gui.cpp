@@ -305,16 +305,20 @@ FrameResult run_job(Runner& r, JobInput in) {
     if (!known) out.shown_name = out.lab ? out.slots.back().name : out.slots[0].name;
     const ImageRef src = display_view(r.slot_ref(out.shown_name));
     out.shown_desc = src.desc;
-    const bool plane = src.desc.type == PixelType::F32 && src.desc.channels == 1;
+    const bool plane = src.desc.type != PixelType::U8 && src.desc.channels == 1;  // f32, u32
     const bool device = in.staging && r.backend() == Backend::Cuda;
     if (device && plane) {
       // Device to device into the staging copy; 8 bytes of range and 4 of probe come back.
       Staging& st = *in.staging;
-      if (st.shown.desc() != src.desc) st.shown = DeviceImage(src.desc);
+      const ImageDesc shown{src.desc.width, src.desc.height, 1, PixelType::F32};
+      if (st.shown.desc() != shown) st.shown = DeviceImage(shown);
       if (!st.range.data()) st.range = DeviceBuffer(4 * sizeof(unsigned));
-      LAB_CUDA_CHECK(cudaMemcpy2DAsync(st.shown.data(), st.shown.pitch(), src.data, src.pitch,
-                                       src.desc.row_bytes(), size_t(src.desc.height),
-                                       cudaMemcpyDeviceToDevice, r.stream()));
+      if (src.desc.type == PixelType::U32)  // widened on the device for the float texture
+        device_u32_to_f32(src, st.shown.ref(), r.stream());
+      else
+        LAB_CUDA_CHECK(cudaMemcpy2DAsync(st.shown.data(), st.shown.pitch(), src.data, src.pitch,
+                                         src.desc.row_bytes(), size_t(src.desc.height),
+                                         cudaMemcpyDeviceToDevice, r.stream()));
       out.shown_range =
           device_min_max(st.shown.ref(), 0, r.stream(), static_cast<unsigned*>(st.range.data()));
       out.shown_on_device = true;

@@ -37,7 +37,25 @@ __global__ void min_max_kernel(ImageView<const float> img, int c, unsigned* lohi
   if ((threadIdx.x & 31) == 0) atomicMin(&lohi[0], lo), atomicMax(&lohi[1], hi);
 }
 
+__global__ void u32_to_f32_kernel(ImageView<const uint32_t> src, ImageView<float> dst) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x < src.width) dst.at(x, y) = float(src.at(x, y));
+}
+
 }  // namespace
+
+void device_u32_to_f32(const ImageRef& src, const ImageRef& dst, cudaStream_t stream) {
+  if (src.desc.type != PixelType::U32 || dst.desc.type != PixelType::F32 ||
+      src.desc.channels != 1 || dst.desc.width != src.desc.width ||
+      dst.desc.height != src.desc.height)
+    throw Error(ErrorKind::Internal, "u32_to_f32: " + src.desc.str() + " to " + dst.desc.str());
+  if (src.desc.empty()) return;
+  if (src.desc.height > 65535)
+    throw Error(ErrorKind::Usage, "u32_to_f32: more than 65535 rows to display");
+  u32_to_f32_kernel<<<dim3(unsigned((src.desc.width + 255) / 256), unsigned(src.desc.height)), 256,
+                      0, stream>>>(src.view<const uint32_t>(), dst.view<float>());
+  LAB_CUDA_CHECK(cudaGetLastError());
+}
 
 ValueRange device_min_max(const ImageRef& img, int c, cudaStream_t stream, unsigned* scratch) {
   unsigned* d = scratch;

@@ -16,4 +16,9 @@ struct ValueRange {
 ValueRange device_min_max(const ImageRef& img, int c, cudaStream_t stream,
                           unsigned* scratch = nullptr);
 
+// A one-channel u32 image widened to float in `dst` (same size), on `stream`: integer slots
+// (the scan and sort playgrounds) reach the viewport's float texture without a host copy.
+// Display only: values above 2^24 round to the nearest float.
+void device_u32_to_f32(const ImageRef& src, const ImageRef& dst, cudaStream_t stream);
+
 }  // namespace lab
