@@ -161,7 +161,7 @@ struct LiveUi {
   std::shared_ptr<const LiveKernel> running;
   std::string status;
   char file[256] = "my_kernel.cu";
-  std::chrono::steady_clock::time_point started, installed_at;
+  std::chrono::steady_clock::time_point started;  // of the compile in flight or last
   bool waiting_first_run = false;
   double to_running_ms = 0;  // compile start to the first frame that ran it
   int cursor_line = 1;       // in the editor
@@ -220,6 +220,8 @@ void draw_live_panel(GuiApp& app);
 // The live kernel: compile the editor's source on a worker; take a finished compile (installs
 // the kernel as its stage's "user" variant); note the first frame that ran it.
 void start_live_compile(GuiApp& app);
+// Puts `source` in the editor (growing its buffer when needed).
+void set_live_source(GuiApp& app, const std::string& source);
 void poll_live(GuiApp& app);
 void live_frame_ran(GuiApp& app, const FrameResult& r);
 

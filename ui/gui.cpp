@@ -444,8 +444,8 @@ int run_gui(const GuiOptions& opt) {
     try {
       const std::string src = read_live_file(opt.kernel_file);
       app.live.opts = read_live_options(src, app.live.opts);
-      app.live.text.assign(std::max<size_t>(64 * 1024, src.size() + 4096), '\0');
-      std::copy(src.begin(), src.end(), app.live.text.begin());
+      app.live.text.assign(64 * 1024, '\0');
+      set_live_source(app, src);
       start_live_compile(app);
     } catch (const Error& e) {
       app.ui.message = app.live.status = e.what();  // the GUI keeps running and says why

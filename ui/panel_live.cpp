@@ -18,11 +18,6 @@ std::string editor_text(const GuiApp& app) {
   return std::string(app.live.text.data());
 }
 
-void set_editor_text(GuiApp& app, const std::string& s) {
-  if (s.size() + 1 > app.live.text.size()) app.live.text.resize(s.size() + 4096);
-  std::memcpy(app.live.text.data(), s.c_str(), s.size() + 1);
-}
-
 // The stages of the current pipeline a live kernel can replace.
 std::vector<std::string> live_stages(const GuiApp& app) {
   std::vector<std::string> out;
@@ -44,7 +39,6 @@ std::vector<std::string> plane_slots(const GuiApp& app) {
 // end of the pipeline; the next engine job reconfigures.
 void install(GuiApp& app, std::shared_ptr<const LiveKernel> k) {
   auto& stages = app.ui.pipeline.stages;
-  app.live.installed_at = std::chrono::steady_clock::now();
   app.live.waiting_first_run = true;
   if (app.live.add) {
     auto it = std::find_if(stages.begin(), stages.end(),
@@ -70,10 +64,15 @@ void install(GuiApp& app, std::shared_ptr<const LiveKernel> k) {
 
 }  // namespace
 
+void set_live_source(GuiApp& app, const std::string& s) {
+  if (s.size() + 1 > app.live.text.size()) app.live.text.resize(s.size() + 4096);
+  std::memcpy(app.live.text.data(), s.c_str(), s.size() + 1);
+}
+
 void start_live_compile(GuiApp& app) {
   if (app.live.job.valid()) return;  // one compile at a time; the button is disabled meanwhile
   const std::string src = with_live_options(editor_text(app), app.live.opts);
-  set_editor_text(app, src);
+  set_live_source(app, src);
   const bool gpu = app.opt.backend == Backend::Cuda && !app.gpu_lost;
   const LiveOptions opts = app.live.opts;
   app.live.started = std::chrono::steady_clock::now();
@@ -190,7 +189,7 @@ void draw_live_panel(GuiApp& app) {
       const VariantDef& vd = op.def.variants[v];
       if (vd.live_call.empty()) continue;
       if (ImGui::Selectable(vd.name.c_str())) {
-        set_editor_text(app, live_copy_source(op, v, vd.default_block, MathMode::Precise, &L.opts));
+        set_live_source(app, live_copy_source(op, v, vd.default_block, MathMode::Precise, &L.opts));
         L.last = LiveBuild{};
       }
       tip(vd.delta.c_str());
@@ -200,7 +199,7 @@ void draw_live_panel(GuiApp& app) {
   tip("load a built-in variant's source (kernels/ops/<stage>_kernels.cuh, exactly as it ships) "
       "with its block and geometry: every lesson can start from working code");
   ImGui::SameLine();
-  if (ImGui::Button("template")) set_editor_text(app, live_template(op));
+  if (ImGui::Button("template")) set_live_source(app, live_template(op));
   tip("a small working kernel (a 3x3 box filter) with the fixed signature");
 
   // Options: each is an NVRTC flag or a compile-time constant.
@@ -300,7 +299,7 @@ void draw_live_panel(GuiApp& app) {
     try {
       const std::string src = read_live_file(path);
       L.opts = read_live_options(src, L.opts);
-      set_editor_text(app, src);
+      set_live_source(app, src);
       L.status = "loaded " + path;
     } catch (const Error& e) {
       L.status = e.what();

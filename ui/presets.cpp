@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "paths.h"
+
 namespace lab::ui {
 
 namespace fs = std::filesystem;
@@ -84,23 +86,6 @@ PresetLoad load_preset(const std::string& path) {
   if (!r.warning.empty()) r.warning = path + ": " + r.warning;
   return r;
 }
-
-namespace {
-std::string xdg_dir(const char* var, const char* fallback) {
-  const char* v = std::getenv(var);
-  fs::path base;
-  if (v && *v) {
-    base = v;
-  } else {
-    const char* home = std::getenv("HOME");
-    base = fs::path(home && *home ? home : "/tmp") / fallback;
-  }
-  const fs::path dir = base / "kernel-lab";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  return dir.string();
-}
-}  // namespace
 
 std::string config_dir() {
   return xdg_dir("XDG_CONFIG_HOME", ".config");

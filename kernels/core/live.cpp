@@ -15,6 +15,7 @@
 #include "check.h"
 #include "device.h"
 #include "live_sources.h"
+#include "paths.h"
 #include "pipeline.h"
 
 namespace lab {
@@ -252,7 +253,6 @@ LiveKernel::LiveKernel(LiveBuild build) : m_build(std::move(build)) {
   regs = a.numRegs;
   static_smem = a.sharedSizeBytes;
   local_bytes = a.localSizeBytes;
-  max_threads = a.maxThreadsPerBlock;
   m_load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -411,14 +411,7 @@ std::string live_template(const Op& op) {
 }
 
 std::string live_dir() {
-  const char* v = std::getenv("XDG_DATA_HOME");
-  const char* home = std::getenv("HOME");
-  const fs::path base =
-      v && *v ? fs::path(v) : fs::path(home && *home ? home : "/tmp") / ".local/share";
-  const fs::path dir = base / "kernel-lab" / "kernels";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  return dir.string();
+  return xdg_dir("XDG_DATA_HOME", ".local/share", "kernels");
 }
 
 std::string read_live_file(const std::string& path) {

@@ -73,7 +73,6 @@ class LiveKernel {
   double load_ms() const { return m_load_ms; }
   int regs = 0;
   size_t static_smem = 0, local_bytes = 0;
-  int max_threads = 0;
 
  private:
   LiveBuild m_build;

@@ -1,0 +1,12 @@
+// Where the lab keeps files: the XDG base directories, with the usual fallbacks under $HOME.
+#pragma once
+
+#include <string>
+
+namespace lab {
+
+// $VAR/kernel-lab[/sub], or $HOME/<fallback>/kernel-lab[/sub] when VAR is unset or empty
+// ("XDG_CONFIG_HOME", ".config"); created if missing (a failure shows when a file is written).
+std::string xdg_dir(const char* var, const char* fallback, const std::string& sub = "");
+
+}  // namespace lab
