@@ -13,7 +13,7 @@ cmake --preset gpu-server -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLAB_WITH_GUI="$gu
 cmake --build --preset gpu-server
 rm -rf bundle && mkdir -p bundle/bin bundle/data bundle/lib
 cp build-gpu/kernel-lab build-gpu/tests/lab_tests bundle/bin/
-cp ../shared/data/*.png ../shared/data/*.jpg bundle/data/
+cp tests/data/*.png tests/data/*.jpg bundle/data/
 cp scripts/gpu-proof.sh scripts/torch_pipeline.py bundle/
 cp -r examples bundle/  # the live-kernel examples (tests compile them)
 # The libraries a stock Ubuntu host lacks: the GUI stack from Debian's packages.

@@ -30,7 +30,7 @@
 #include "image.h"
 
 #ifndef LAB_DATA_DIR
-#error "the build must define LAB_DATA_DIR (absolute path of ../shared/data)"
+#error "the build must define LAB_DATA_DIR (absolute path of tests/data)"
 #endif
 
 namespace fs = std::filesystem;

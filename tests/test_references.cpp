@@ -1,5 +1,5 @@
 // The CPU references: hand-worked cases (edges included), odd sizes, and, where OpenCV has the
-// same operation, OpenCV itself on the real images in ../shared/data at the spec's tolerances.
+// same operation, OpenCV itself on the real images in tests/data at the spec's tolerances.
 #include <array>
 #include <cmath>
 #include <vector>
