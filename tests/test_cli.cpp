@@ -251,6 +251,28 @@ TEST_SUITE("cpu") {
     CHECK(out.find("frame: median") != std::string::npos);
   }
 
+  TEST_CASE("cli: every exit code the README documents, on the CPU") {
+    const fs::path d = scratch_dir() / "codes";
+    fs::create_directories(d);
+    CHECK(lab_cli("list").code == 0);
+    CHECK(lab_cli("check" + kCpu + "--input synthetic:32x24 --size 32x24").code == 0);
+    CHECK(lab_cli("check" + kCpu + "--stage nope").code == 64);                          // usage
+    CHECK(lab_cli("check" + kCpu + "--input /dev/zero").code == 65);                     // bad data
+    CHECK(lab_cli("check" + kCpu + "--input " + (d / "none.png").string()).code == 66);  // missing
+    CHECK(lab_cli("check --device cuda --quick --input synthetic:8x8 --size 8x8").code ==
+          (lab::device_info().present ? 0 : 69));  // unavailable
+    {
+      std::ofstream f(d / "file");
+      f << "x";
+    }
+    CHECK(lab_cli("run" + kCpu + "--dump " + (d / "file" / "sub").string()).code == 73);
+    // I/O: a write that fails part-way (/dev/full takes the open, refuses the bytes).
+    const Result io = lab_cli("copy blur=v4_rows -o /dev/full");
+    CHECK(io.code == 74);
+    CHECK(has(io, "failed"));
+    fs::remove_all(d);
+  }
+
   TEST_CASE("cli: bench needs a GPU and says so" * doctest::skip(lab::device_info().present)) {
     const Result r = lab_cli("bench --input synthetic:64x64 --reps 1");
     CHECK(r.code == 69);

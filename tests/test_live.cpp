@@ -1,5 +1,7 @@
 // Live kernels: options, NVRTC compiles and their messages, copies of the built-in kernels,
 // files, the CLI; on the GPU, each copy against the kernel that ships, bit for bit.
+#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -184,7 +186,7 @@ TEST_SUITE("cpu") {
       lab::read_live_file(dir + "/absent.cu");
       FAIL("no error");
     } catch (const lab::Error& e) {
-      CHECK(e.kind() == lab::ErrorKind::Data);  // the exit code 65
+      CHECK(e.kind() == lab::ErrorKind::NoInput);  // exit 66, as live.h documents
       CHECK(std::string(e.what()).find("does not exist") != std::string::npos);
     }
     CHECK_THROWS_AS(lab::read_live_file(dir), lab::Error);
@@ -192,12 +194,18 @@ TEST_SUITE("cpu") {
     fs::remove_all(d);
   }
 
-  TEST_CASE("cli: --kernel-file: missing or broken files exit 65, a copy compiles") {
+  TEST_CASE("cli: --kernel-file: a missing file exits 66, a broken one 65, a copy compiles") {
     const fs::path d = temp_dir("cli");
     const Result missing = lab_cli("check --device cpu --pipeline harris --kernel-file " +
                                    (d / "no.cu").string() + " --replace blur");
-    CHECK(missing.code == 65);
+    CHECK(missing.code == 66);
     CHECK(has(missing, "does not exist"));
+    const fs::path fifo = d / "fifo.cu";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const Result pipe = lab_cli("check --device cpu --pipeline harris --kernel-file " +
+                                fifo.string() + " --replace blur");
+    CHECK(pipe.code == 65);
+    CHECK(has(pipe, "not a regular file"));
     {
       std::ofstream f(d / "broken.cu");
       f << kBroken;
@@ -298,6 +306,33 @@ TEST_SUITE("gpu") {
     s.block = s.variant_def().default_block;
     r.run_stage(1, &s);
     CHECK(r.compare(1, r.reference(1, &s), lab::MathMode::Precise, &s).pass());
+  }
+
+  LAB_GPU_CASE("cli: exit 1 for a kernel out of tolerance, 70 for one that faults") {
+    const fs::path d = temp_dir("codes");
+    {
+      std::ofstream f(d / "off.cu");  // writes every pixel, one unit off the reference
+      f << "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
+           "  const int x = lab_x(), y = lab_y();\n"
+           "  if (!inside(out[0], x, y)) return;\n"
+           "  out[0].at(x, y) = in[0].at(x, y) + 1.0f;\n"
+           "}\n";
+    }
+    {
+      std::ofstream f(d / "fault.cu");  // a store through a null pointer: a sticky CUDA error
+      f << "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
+           "  reinterpret_cast<float*>(8)[lab_x()] = 1.0f;\n"
+           "}\n";
+    }
+    const std::string common =
+        "check --pipeline harris --input synthetic:64x48 --size 64x48 "
+        "--stage blur --quick --replace blur --kernel-file ";
+    const Result off = lab_cli(common + (d / "off.cu").string());
+    CHECK(off.code == 1);
+    CHECK(has(off, "FAIL"));
+    const Result fault = lab_cli(common + (d / "fault.cu").string());
+    CHECK(fault.code == 70);
+    fs::remove_all(d);
   }
 
   LAB_GPU_CASE("live: a kernel added as a new stage reads a slot and writes 'user'") {

@@ -13,6 +13,7 @@ int exit_code(ErrorKind kind) {
     case ErrorKind::NoInput:
       return 66;
     case ErrorKind::Unavailable:
+    case ErrorKind::Refused:
       return 69;
     case ErrorKind::Internal:
       return 70;

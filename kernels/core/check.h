@@ -14,10 +14,12 @@ enum class ErrorKind {
   Usage,        // EX_USAGE 64: unknown option, stage, variant, parameter; invalid block
   Data,         // EX_DATAERR 65: corrupt, empty or oversized image
   NoInput,      // EX_NOINPUT 66: a file that does not exist
-  Unavailable,  // EX_UNAVAILABLE 69: no CUDA device where one was asked for
+  Unavailable,  // EX_UNAVAILABLE 69: no CUDA device where one was asked for, no counters
   Internal,     // EX_SOFTWARE 70: a CUDA error, a broken invariant
   CantCreate,   // EX_CANTCREAT 73: an output file or folder that cannot be made
   Io,           // EX_IOERR 74: a read or write that failed part-way
+  Refused,      // EX_UNAVAILABLE 69: the device cannot launch this configuration (threads this
+                // build's registers allow, grid limits, shared memory); not the user's syntax
 };
 
 int exit_code(ErrorKind kind);

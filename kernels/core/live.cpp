@@ -417,13 +417,16 @@ std::string live_dir() {
 std::string read_live_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec))
-    throw Error(ErrorKind::Data, "kernel file " + path + " does not exist");
+    throw Error(ErrorKind::NoInput, "kernel file " + path + " does not exist");
   if (fs::is_directory(path, ec))
     throw Error(ErrorKind::Data, "kernel file " + path + " is a folder");
+  // A FIFO or a device has no size to check and may never end: regular files only.
+  if (!fs::is_regular_file(path, ec))
+    throw Error(ErrorKind::Data, "kernel file " + path + " is not a regular file");
   if (fs::file_size(path, ec) > (size_t(1) << 20))
     throw Error(ErrorKind::Data, "kernel file " + path + " is over 1 MiB");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorKind::Data, "kernel file " + path + " cannot be read");
+  if (!f) throw Error(ErrorKind::NoInput, "kernel file " + path + " cannot be read");
   std::ostringstream s;
   s << f.rdbuf();
   if (!f && !f.eof()) throw Error(ErrorKind::Io, "reading " + path + " failed");

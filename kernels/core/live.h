@@ -108,7 +108,8 @@ std::string live_template(const Op& op);
 
 // Saved kernels: $XDG_DATA_HOME/kernel-lab/kernels (~/.local/share/kernel-lab/kernels).
 std::string live_dir();
-// Throws Error(NoInput) for a missing file, Error(Io)/(Data) for one that cannot be read.
+// Throws Error(NoInput) (66) for a missing or unreadable file, Error(Data) (65) for a folder, a
+// FIFO or a file over 1 MiB, Error(Io) for a read that fails part-way.
 std::string read_live_file(const std::string& path);
 void write_live_file(const std::string& path, const std::string& source);
 
