@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 
 namespace lab::app {
@@ -23,6 +24,18 @@ BenchRow bench_row(const ResolvedStage& s, const std::string& kernel) {
 }
 
 namespace {
+// JSON has no NaN: an unknown value is null.
+nlohmann::json num(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+std::string mb(double bytes) {
+  return std::isfinite(bytes) ? fmt("%.2f MB", bytes / 1e6) : "-";
+}
+std::string pct(double v) {
+  return std::isfinite(v) ? fmt("%.1f%%", v) : "-";
+}
+
 // A row that times the whole stage: its only launch, or the total of several.
 bool stage_level(const BenchRow& r, const std::vector<BenchRow>& rows) {
   if (r.total) return true;
@@ -33,6 +46,27 @@ bool stage_level(const BenchRow& r, const std::vector<BenchRow>& rows) {
   return true;
 }
 }  // namespace
+
+std::string counters_line(const BenchRow& r) {
+  const CounterValues& c = r.counters;
+  std::string s = "counters:";
+  if (!r.total && !r.library)
+    s += " achieved occupancy " + pct(c.achieved_occupancy_pct) + " (theoretical " +
+         pct(100 * r.rec.est.occupancy) + "),";
+  else if (!r.total)
+    s += " achieved occupancy " + pct(c.achieved_occupancy_pct) + ",";
+  s += " DRAM read " + mb(c.dram_read_bytes) + ", written " + mb(c.dram_write_bytes);
+  if (r.model_bytes > 0) s += " (model " + mb(r.model_bytes) + ")";
+  if (r.total) return s;
+  s += ", L2 hit " + pct(c.l2_hit_pct) + ", SM " + pct(c.sm_throughput_pct) + " and memory " +
+       pct(c.mem_throughput_pct) + " of peak";
+  if (!c.top_stalls.empty()) {
+    s += "; stalls:";
+    for (size_t k = 0; k < c.top_stalls.size(); ++k)
+      s += (k ? ", " : " ") + c.top_stalls[k].words + fmt(" %.2f", c.top_stalls[k].per_issue);
+  }
+  return s;
+}
 
 void add_ceiling(std::vector<BenchRow>& rows, const Op& op, double flops) {
   double best = 0;
@@ -90,7 +124,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
       j[f.key + "_p95_us"] = f.p95_us;
       j[f.key + "_what"] = f.what;
     }
-    for (const auto& r : rows)
+    for (const auto& r : rows) {
       j["launches"].push_back({{"stage", r.stage},
                                {"variant", r.variant},
                                {"block", r.block},
@@ -113,32 +147,72 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
                                {"limiter", limiter_name(r.rec.est.limiter)},
                                {"orin_occupancy", r.rec.orin.occupancy},
                                {"orin_limiter", limiter_name(r.rec.orin.limiter)},
-                               {"orin_registers_from_sm87_build", r.rec.orin_from_sm87_build}});
+                               {"orin_registers_from_sm87_build", r.rec.orin_from_sm87_build},
+                               {"model_bytes", r.model_bytes},
+                               {"orin_estimate_us", num(r.orin_estimate_us())},
+                               {"noise", num(r.noise)},
+                               {"reps", r.reps}});
+      if (r.has_counters) {
+        const CounterValues& c = r.counters;
+        nlohmann::json stalls = nlohmann::json::array();
+        for (const StallReason& st : c.top_stalls)
+          stalls.push_back(
+              {{"reason", st.metric}, {"words", st.words}, {"per_issue", num(st.per_issue)}});
+        j["launches"].back()["counters"] = {
+            {"achieved_occupancy_pct", num(c.achieved_occupancy_pct)},
+            {"dram_read_bytes", num(c.dram_read_bytes)},
+            {"dram_write_bytes", num(c.dram_write_bytes)},
+            {"l2_hit_pct", num(c.l2_hit_pct)},
+            {"sm_throughput_pct", num(c.sm_throughput_pct)},
+            {"mem_throughput_pct", num(c.mem_throughput_pct)},
+            {"top_stalls", stalls}};
+      }
+    }
     out << j.dump(2) << "\n";
     return;
   }
   if (o.csv) {
     out << "stage,variant,block,math,kernel,median_us,p95_us,gbs,pct_copy,pct_copy_same_size,"
            "gflops,pct_ceiling,regs,static_smem,"
-           "local_bytes,blocks_per_sm,occupancy,limiter,orin_occupancy,orin_limiter\n";
-    for (const auto& r : rows)
+           "local_bytes,blocks_per_sm,occupancy,limiter,orin_occupancy,orin_limiter,model_bytes,"
+           "orin_estimate_us,noise,reps,achieved_occupancy_pct,dram_read_bytes,dram_write_bytes,"
+           "l2_hit_pct,sm_throughput_pct,mem_throughput_pct,stall1,stall1_per_issue,stall2,"
+           "stall2_per_issue,stall3,stall3_per_issue\n";
+    for (const auto& r : rows) {
       out << r.stage << "," << r.variant << "," << r.block << "," << r.math << ",\"" << r.kernel
           << "\"," << r.median_us << "," << r.p95_us << "," << r.gbs << "," << r.pct_copy << ","
           << r.pct_copy_same << "," << r.gflops << "," << r.pct_ceiling << "," << r.rec.attrs.regs
           << "," << r.rec.attrs.static_smem << "," << r.rec.attrs.local_bytes << ","
           << r.rec.blocks_per_sm << "," << r.rec.est.occupancy << ","
           << limiter_name(r.rec.est.limiter) << "," << r.rec.orin.occupancy << ","
-          << limiter_name(r.rec.orin.limiter) << "\n";
+          << limiter_name(r.rec.orin.limiter) << "," << r.model_bytes << "," << r.orin_estimate_us()
+          << "," << r.noise << "," << r.reps;
+      const CounterValues& c = r.counters;
+      if (r.has_counters) {
+        out << "," << c.achieved_occupancy_pct << "," << c.dram_read_bytes << ","
+            << c.dram_write_bytes << "," << c.l2_hit_pct << "," << c.sm_throughput_pct << ","
+            << c.mem_throughput_pct;
+        for (size_t k = 0; k < 3; ++k)
+          if (k < c.top_stalls.size())
+            out << "," << c.top_stalls[k].metric << "," << c.top_stalls[k].per_issue;
+          else
+            out << ",,";
+      } else {
+        out << ",,,,,,,,,,,,";
+      }
+      out << "\n";
+    }
     return;
   }
   out << header;
   char line[512];
   std::snprintf(
       line, sizeof line,
-      "%-10s %-17s %-6s %-7s %-32s %9s %9s %8s %6s %6s %8s %6s %4s %6s %5s %4s %5s %-9s %5s "
-      "%-9s\n",
+      "%-10s %-17s %-6s %-7s %-32s %9s %9s %8s %6s %6s %8s %6s %8s %4s %6s %5s %4s %5s %-9s "
+      "%5s %-9s\n",
       "stage", "variant", "block", "math", "kernel", "med_us", "p95_us", "GB/s", "%copy", "%cp=sz",
-      "GFLOP/s", "%ceil", "regs", "smem", "local", "blk", "occ", "limiter", "orin", "orin_lim");
+      "GFLOP/s", "%ceil", "orin_us~", "regs", "smem", "local", "blk", "occ", "limiter", "orin",
+      "orin_lim");
   out << line;
   for (const auto& r : rows) {
     const bool one = r.gbs > 0;
@@ -147,30 +221,34 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
     const std::string ps = one ? fmt("%.1f%%", r.pct_copy_same) : "-";
     const std::string gf = r.gflops > 0 ? fmt("%.0f", r.gflops) : "-";
     const std::string ce = r.pct_ceiling >= 0 ? fmt("%.1f%%", r.pct_ceiling) : "-";
+    const std::string oe =
+        std::isfinite(r.orin_estimate_us()) ? fmt("%.1f", r.orin_estimate_us()) : "-";
     if (r.library) {  // a library call: its own kernels, timed as one
       std::snprintf(line, sizeof line,
-                    "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %6s %8s %6s (library: its "
-                    "own launches)\n",
+                    "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %6s %8s %6s %8s (library: "
+                    "its own launches)\n",
                     r.stage.c_str(), r.variant.c_str(), r.block.c_str(), r.math.c_str(),
                     r.kernel.c_str(), r.median_us, r.p95_us, gb.c_str(), pc.c_str(), ps.c_str(),
-                    gf.c_str(), ce.c_str());
+                    gf.c_str(), ce.c_str(), oe.c_str());
     } else if (r.total) {
-      std::snprintf(
-          line, sizeof line, "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %6s %8s %6s\n",
-          r.stage.c_str(), r.variant.c_str(), r.block.c_str(), r.math.c_str(), "(stage total)",
-          r.median_us, r.p95_us, gb.c_str(), pc.c_str(), ps.c_str(), gf.c_str(), ce.c_str());
+      std::snprintf(line, sizeof line,
+                    "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %6s %8s %6s %8s\n",
+                    r.stage.c_str(), r.variant.c_str(), r.block.c_str(), r.math.c_str(),
+                    "(stage total)", r.median_us, r.p95_us, gb.c_str(), pc.c_str(), ps.c_str(),
+                    gf.c_str(), ce.c_str(), oe.c_str());
     } else {
       std::snprintf(line, sizeof line,
-                    "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %6s %8s %6s %4d %6zu %5zu %4d "
-                    "%4.0f%% %-9s %4.0f%% %-9s\n",
+                    "%-10s %-17s %-6s %-7s %-32s %9.2f %9.2f %8s %6s %6s %8s %6s %8s %4d %6zu "
+                    "%5zu %4d %4.0f%% %-9s %4.0f%% %-9s\n",
                     r.stage.c_str(), r.variant.c_str(), r.block.c_str(), r.math.c_str(),
                     r.kernel.c_str(), r.median_us, r.p95_us, gb.c_str(), pc.c_str(), ps.c_str(),
-                    gf.c_str(), ce.c_str(), r.rec.attrs.regs, r.rec.attrs.static_smem,
+                    gf.c_str(), ce.c_str(), oe.c_str(), r.rec.attrs.regs, r.rec.attrs.static_smem,
                     r.rec.attrs.local_bytes, r.rec.blocks_per_sm, 100 * r.rec.est.occupancy,
                     limiter_name(r.rec.est.limiter), 100 * r.rec.orin.occupancy,
                     limiter_name(r.rec.orin.limiter));
     }
     out << line;
+    if (r.has_counters) out << "    " << counters_line(r) << "\n";
   }
   for (const FrameTiming& f : frames)
     out << "pipeline (configured variants), " << f.what << ": median " << fmt("%.2f", f.median_us)

@@ -18,10 +18,20 @@ struct BenchRow {
   bool library = false;      // a library call (CUB): its own launches, no occupancy of ours
   double gflops = 0;         // arithmetic rate (ops with a FLOP count: matmul); 0: none
   double pct_ceiling = -1;   // percent of the ceiling variant's rate (cuBLAS, CUB); -1: none
+  double model_bytes = 0;  // the bytes the stage must move (the lab's model); 0: per launch unknown
+  double noise = NAN;      // the median's relative standard error
+  int reps = 0;            // timed runs
   LaunchRecord rec;
+  bool has_counters = false;  // --counters
+  CounterValues counters;
+  // The bandwidth-bound estimate on Jetson AGX Orin: model bytes over its measured copy
+  // bandwidth (183 GB/s); NaN without a model.
+  double orin_estimate_us() const { return model_bytes > 0 ? model_bytes / 183e9 * 1e6 : NAN; }
 };
 
 BenchRow bench_row(const ResolvedStage& s, const std::string& kernel);
+// The counters of a row in one line of words (the table prints it under the row).
+std::string counters_line(const BenchRow& r);
 
 // snprintf of one number, as a string ("%.1f").
 std::string fmt(const char* format, double v);

@@ -123,12 +123,37 @@ int run_cli(int argc, char** argv) {
       "copy bandwidth measured in the same run, registers, occupancy and limiter");
   add_common(bench, bench_c);
   bench->add_option("--stage", bench_o.stages, "only these stages (repeatable)");
-  bench->add_option("--warmup", bench_o.warmup, "untimed runs first")
+  MeasureOptions& bm = bench_o.measure;
+  bench->add_option("--warmup", bm.warmup, "untimed runs first")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
-  bench->add_option("--reps", bench_o.reps, "timed runs")
+  bench->add_option("--reps", bm.reps, "timed runs (with --noise: at most)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  double noise_pct = 0;
+  bench
+      ->add_option("--noise", noise_pct,
+                   "stop once the median's relative standard error is under this percent "
+                   "(after --min-reps runs; at most --reps), as nvbench does; 0: run --reps")
+      ->check(CLI::Range(0.0, 100.0));
+  bench->add_option("--min-reps", bm.min_reps, "with --noise: at least this many timed runs")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  bench->add_flag("--cold", bm.cold_l2,
+                  "flush the L2 before every timed run (DRAM-cold figures; default: L2-warm)");
+  bench
+      ->add_option("--queue-ahead", bm.queue_ahead_us,
+                   "microseconds of GPU-side delay the timed launches queue behind (0: none, "
+                   "so the host's launch latency shows in the figures)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100000.0));
+  bench->add_flag("--counters", bench_o.counters,
+                  "hardware counters per launch through CUPTI (achieved occupancy, DRAM bytes, "
+                  "L2 hit rate, SM and memory throughput, top stall reasons); collected after "
+                  "the timed runs, by replaying each launch");
+  bench->add_flag("--print-ncu", bench_o.print_ncu,
+                  "print the ncu command line that profiles each selected stage's configured "
+                  "kernels with the same metrics, and exit");
   bench->add_flag("--sweep-blocks", bench_o.sweep_blocks, "every allowed block of each variant");
   bench->add_flag("--sweep-variants", bench_o.sweep_variants, "every variant of each stage");
   bench->add_flag("--sweep-math", bench_o.sweep_math, "both precise and fast math");
@@ -185,6 +210,17 @@ int run_cli(int argc, char** argv) {
   gui->add_flag("--free-run", gui_o.free_run,
                 "with --frames: draw without waiting for the engine, as an interactive session "
                 "does (measures the UI's own frame rate)");
+  gui->add_flag("--cold", gui_o.measure.cold_l2,
+                "start with the L2 flushed before each frame's timed run (the Timings panel's "
+                "\"cold L2\")");
+  gui->add_flag("--counters", gui_o.counters,
+                "collect hardware counters once the first frame has run, as the Timings "
+                "panel's \"measure counters\" does (a scripted run prints their time)");
+  gui->add_option("--queue-ahead", gui_o.measure.queue_ahead_us,
+                  "microseconds of GPU-side delay each frame's launches queue behind, as in "
+                  "bench (0: none; the first launch then absorbs the host's latency)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100000.0));
   gui->add_option("--dump-texture", gui_o.dump_texture,
                   "after the last frame, write the viewport's output texture (as OpenGL holds "
                   "it) to this .npy: checks what interop wrote");
@@ -200,7 +236,10 @@ int run_cli(int argc, char** argv) {
   try {
     if (*list) return cmd_list(list_o);
     if (*check) return cmd_check(check_c, check_o);
-    if (*bench) return cmd_bench(bench_c, bench_o);
+    if (*bench) {
+      bench_o.measure.max_noise = noise_pct / 100;
+      return cmd_bench(bench_c, bench_o);
+    }
     if (*run) return cmd_run(run_c, run_o);
     if (*copy) return cmd_copy(copy_o);
 #if defined(LAB_WITH_GUI)
@@ -230,7 +269,9 @@ int run_cli(int argc, char** argv) {
     std::cout << app.help();
     return 0;
   } catch (const Error& e) {
-    std::cerr << "kernel-lab: error: " << e.what() << "\n";
+    std::cerr << "kernel-lab: error: "
+              << (e.kind() == ErrorKind::Refused ? "the device refuses this configuration: " : "")
+              << e.what() << "\n";
     return exit_code(e.kind());
   } catch (const std::bad_alloc&) {
     std::cerr << "kernel-lab: error: out of host memory\n";

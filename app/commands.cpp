@@ -21,6 +21,7 @@
 #include "app/io/frame_source.h"
 #include "app/io/npy.h"
 #include "live.h"
+#include "measure.h"
 #include "stats.h"
 
 namespace lab::app {
@@ -313,7 +314,6 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
   check_stage_names(o.stages);
   auto s = open_session(c);
   Runner& r = s->runner;
-  const DeviceInfo& dev = device_info();
   std::cout << device_line(r.backend()) << "\ninput: " << s->describe() << "\n";
 
   if (r.backend() == Backend::Cpu) {
@@ -350,52 +350,27 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
               "result (keypoint sets: precision, recall; descriptors: cosine similarity)");
   int total = 0, failed = 0, refused = 0;
   for (size_t i = 0; i < r.stages().size(); ++i) {
-    const ResolvedStage configured = r.stages()[i];
-    if (!selected(o.stages, configured.op->def.name)) continue;
-    // A fused variant has its own reference (over other inputs): one per reference function.
-    std::map<ReferenceFn, std::vector<HostImage>> refs;
-    const auto& variants = configured.op->def.variants;
-    for (size_t v = 0; v < variants.size(); ++v) {
-      std::vector<Block> blocks = variants[v].blocks;
-      if (o.quick) blocks = {variants[v].default_block};
-      for (const Block& b : blocks)
-        for (MathMode m : {MathMode::Precise, MathMode::Fast}) {
-          ResolvedStage cfg = configured;
-          cfg.variant = v, cfg.block = b, cfg.math = m;
-          if (!refs.count(cfg.reference())) refs[cfg.reference()] = r.reference(i, &cfg);
-          const std::vector<HostImage>& ref = refs[cfg.reference()];
-          const std::string why = block_refusal(variants[v], b, &dev);
-          if (!why.empty()) {
-            ++refused;
-            std::printf("%-10s %-18s %-6s %-8s refused: %s\n", cfg.op->def.name.c_str(),
-                        variants[v].name.c_str(), b.str().c_str(), math_name(m), why.c_str());
-            continue;
-          }
-          r.poison_outputs(i);
-          try {
-            r.run_stage(i, &cfg);
-          } catch (const Error& e) {
-            // A shape the variant allows but this build of the kernel cannot launch (its
-            // registers on this GPU): refused with the reason, like the checks above.
-            if (e.kind() != ErrorKind::Usage) throw;
-            ++refused;
-            std::printf("%-10s %-18s %-6s %-8s refused: %s\n", cfg.op->def.name.c_str(),
-                        variants[v].name.c_str(), b.str().c_str(), math_name(m), e.what());
-            continue;
-          }
-          const DiffStats d = r.compare(i, ref, m, &cfg);
-          ++total;
-          failed += !d.pass();
-          const std::string detail = d.detail();
-          std::printf("%-10s %-18s %-6s %-8s %10.3g %10.3g %8s %6zu %-18s %9.3g  %s%s%s\n",
-                      cfg.op->def.name.c_str(), variants[v].name.c_str(), b.str().c_str(),
-                      math_name(m), d.max_abs, d.mean_abs,
-                      std::isinf(d.psnr) ? "inf" : fmt("%.1f", d.psnr).c_str(), d.over,
-                      bad_pixel(d).c_str(), d.limit, d.pass() ? "ok" : "FAIL",
-                      detail.empty() ? "" : "  ", detail.c_str());
-        }
-    }
-    r.run_stage(i);  // the configured variant's output feeds the next stage
+    if (!selected(o.stages, r.stages()[i].op->def.name)) continue;
+    check_stage(r, i, o.quick, [&](const CheckResult& res) {
+      const ResolvedStage& cfg = res.cfg;
+      if (res.refused) {
+        ++refused;
+        std::printf("%-10s %-18s %-6s %-8s refused: %s\n", cfg.op->def.name.c_str(),
+                    cfg.variant_def().name.c_str(), cfg.block.str().c_str(), math_name(cfg.math),
+                    res.why.c_str());
+        return;
+      }
+      const DiffStats& d = res.diff;
+      ++total;
+      failed += !d.pass();
+      const std::string detail = d.detail();
+      std::printf("%-10s %-18s %-6s %-8s %10.3g %10.3g %8s %6zu %-18s %9.3g  %s%s%s\n",
+                  cfg.op->def.name.c_str(), cfg.variant_def().name.c_str(), cfg.block.str().c_str(),
+                  math_name(cfg.math), d.max_abs, d.mean_abs,
+                  std::isinf(d.psnr) ? "inf" : fmt("%.1f", d.psnr).c_str(), d.over,
+                  bad_pixel(d).c_str(), d.limit, d.pass() ? "ok" : "FAIL",
+                  detail.empty() ? "" : "  ", detail.c_str());
+    });
   }
   std::printf("%d of %d configurations within tolerance%s%s\n", total - failed, total,
               refused ? (", " + std::to_string(refused) + " refused by the device").c_str() : "",
@@ -404,9 +379,6 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
 }
 
 // ---- bench -----------------------------------------------------------------------------------
-
-// Long enough for the host to queue a whole frame's launches behind the GPU-side delay.
-constexpr double kQueueAheadUs = 200;
 
 namespace {
 void write_report(const BenchOptions& o, const std::vector<BenchRow>& rows, double copy_gbs,
@@ -422,149 +394,150 @@ void write_report(const BenchOptions& o, const std::vector<BenchRow>& rows, doub
   f.close();  // a failure to flush shows only here
   if (!f) throw Error(ErrorKind::Io, "writing " + o.out + " failed");
 }
-}  // namespace
 
-int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
-  check_stage_names(o.stages);
-  auto s = open_session(c);
-  Runner& r = s->runner;
-  if (r.backend() == Backend::Cpu)
-    throw Error(ErrorKind::Unavailable, "bench times GPU kernels: no CUDA device in use (" +
-                                            device_info().why_absent + ")");
-  const DeviceInfo& dev = device_info();
-  const double copy_gbs = measure_copy_bandwidth();
-  std::ostringstream header;
-  header << device_line(r.backend()) << "\ninput: " << s->describe() << "; warm-up " << o.warmup
-         << ", median of " << o.reps << " timed runs, each launch "
-         << "between its own CUDA event pair, queued behind a " << kQueueAheadUs
-         << " us GPU-side delay (kernel time, not launch latency)\ndevice copy bandwidth "
-            "(cudaMemcpy D2D 256 MiB, read "
-            "+ write): "
-         << fmt("%.1f", copy_gbs)
-         << " GB/s (%copy); %cp=sz: against a copy of the stage's own bytes, measured likewise\n";
+// The configurations bench times for stage i: the configured one, or the sweeps asked for (a
+// playground's story needs every variant).
+std::vector<ResolvedStage> bench_configs(const Runner& r, size_t i, const BenchOptions& o,
+                                         bool lab) {
+  const ResolvedStage& configured = r.stages()[i];
+  const auto& variants = configured.op->def.variants;
+  std::vector<ResolvedStage> out;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    if (!(o.sweep_variants || lab || v == configured.variant)) continue;
+    std::vector<Block> blocks{v == configured.variant ? configured.block
+                                                      : variants[v].default_block};
+    if (o.sweep_blocks) blocks = variants[v].blocks;
+    std::vector<MathMode> maths{configured.math};
+    if (o.sweep_math) maths = {MathMode::Precise, MathMode::Fast};
+    for (const Block& b : blocks)
+      for (MathMode m : maths) {
+        if (!block_refusal(variants[v], b, &device_info()).empty()) continue;
+        ResolvedStage cfg = configured;
+        cfg.variant = v, cfg.block = b, cfg.math = m;
+        out.push_back(cfg);
+      }
+  }
+  return out;
+}
 
-  r.run();
+// The per-launch rows: every configuration of every selected stage, each timed on its own
+// (measure_stage), with its bandwidth against the device copy and, with --counters, its
+// hardware counters (collected after the timed runs, never inside them).
+std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double copy_gbs,
+                                   CounterCollector* counters, std::vector<std::string>& notes) {
+  Runner& r = s.runner;
+  const MeasureOptions m = o.measure;
   std::vector<BenchRow> rows;
   std::map<size_t, double> copy_at;  // copy bandwidth by size
   for (size_t i = 0; i < r.stages().size(); ++i) {
-    const ResolvedStage configured = r.stages()[i];
-    if (!selected(o.stages, configured.op->def.name)) continue;
-    const auto& variants = configured.op->def.variants;
-    std::vector<size_t> vs;
-    for (size_t v = 0; v < variants.size(); ++v)  // a playground's story needs every step
-      if (o.sweep_variants || s->lab || v == configured.variant) vs.push_back(v);
-    for (size_t v : vs) {
-      std::vector<Block> blocks;
-      if (o.sweep_blocks)
-        blocks = variants[v].blocks;
-      else
-        blocks = {v == configured.variant ? configured.block : variants[v].default_block};
-      std::vector<MathMode> maths{configured.math};
-      if (o.sweep_math) maths = {MathMode::Precise, MathMode::Fast};
-      for (const Block& b : blocks)
-        for (MathMode m : maths) {
-          if (!block_refusal(variants[v], b, &dev).empty()) continue;
-          ResolvedStage cfg = configured;
-          cfg.variant = v, cfg.block = b, cfg.math = m;
-          try {
-            r.run_stage(i, &cfg);
-          } catch (const Error& e) {
-            if (e.kind() != ErrorKind::Usage) throw;
-            std::cerr << "bench: skipped " << cfg.label() << ": " << e.what() << "\n";
-            continue;
-          }
-          for (int w = 0; w < o.warmup; ++w) r.run_stage(i, &cfg);
-          std::vector<std::vector<double>> per_launch;
-          std::vector<double> stage_us;
-          std::vector<LaunchRecord> recs;
-          for (int k = 0; k < o.reps; ++k) {
-            r.run_queued(kQueueAheadUs, i, &cfg);
-            const auto& L = r.launches();
-            per_launch.resize(L.size());
-            for (size_t n = 0; n < L.size(); ++n) per_launch[n].push_back(1e3 * L[n].ms);
-            stage_us.push_back(1e3 * r.stage_ms()[i]);
-            recs = L;
-          }
-          const double bytes = r.stage_bytes(i, &cfg);
-          // A copy that moves the same bytes (half read, half written) shares the stage's cache
-          // regime: at 1280x736 everything fits the H200's 60 MB L2, at 4K it does not.
-          const size_t half = std::max(size_t(1) << 20, size_t(bytes / 2) & ~size_t(255));
-          if (!copy_at.count(half)) copy_at[half] = measure_copy_bandwidth(half, 50);
-          const double copy_same = copy_at[half];
-          for (size_t n = 0; n < recs.size(); ++n) {
-            BenchRow row = bench_row(cfg, recs[n].kernel);
-            row.median_us = median(per_launch[n]);
-            row.p95_us = percentile(per_launch[n], 95);
-            if (recs.size() == 1) {
-              row.gbs = bytes / (row.median_us * 1e-6) / 1e9;
-              row.pct_copy = 100 * row.gbs / copy_gbs;
-              row.pct_copy_same = 100 * row.gbs / copy_same;
-            }
-            row.rec = recs[n];
-            row.library = recs[n].func == nullptr;
-            rows.push_back(row);
-          }
-          if (recs.size() > 1) {
-            BenchRow row = bench_row(cfg, "");
-            row.total = true;
-            row.median_us = median(stage_us);
-            row.p95_us = percentile(stage_us, 95);
-            row.gbs = bytes / (row.median_us * 1e-6) / 1e9;
-            row.pct_copy = 100 * row.gbs / copy_gbs;
-            row.pct_copy_same = 100 * row.gbs / copy_same;
-            rows.push_back(row);
+    if (!selected(o.stages, r.stages()[i].op->def.name)) continue;
+    for (const ResolvedStage& cfg : bench_configs(r, i, o, s.lab != nullptr)) {
+      Measurement meas;
+      try {
+        r.run_stage(i, &cfg);
+        meas = measure_stage(r, i, cfg, m);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Refused) throw;
+        std::cerr << "bench: skipped " << cfg.label() << ": " << e.what() << "\n";
+        continue;
+      }
+      if (meas.clock.moved()) notes.push_back(cfg.label() + ": " + meas.clock.note());
+      CounterRun cr;
+      if (counters) {
+        cr = collect_counters(r, *counters, i, &cfg, m.cold_l2);
+        if (!cr.report.ok) throw Error(ErrorKind::Unavailable, cr.report.why);
+        notes.push_back(cfg.label() + ": counters in " + std::to_string(cr.report.passes) +
+                        " passes, " + fmt("%.0f ms", cr.report.ms));
+      }
+      const double bytes = r.stage_bytes(i, &cfg);
+      // A copy that moves the same bytes (half read, half written) shares the stage's cache
+      // regime: at 1280x736 everything fits the H200's 60 MB L2, at 4K it does not.
+      const size_t half = std::max(size_t(1) << 20, size_t(bytes / 2) & ~size_t(255));
+      if (!copy_at.count(half)) copy_at[half] = measure_copy_bandwidth(half, 50);
+      auto rates = [&](BenchRow& row) {
+        row.model_bytes = bytes;
+        row.gbs = bytes / (row.median_us * 1e-6) / 1e9;
+        row.pct_copy = 100 * row.gbs / copy_gbs;
+        row.pct_copy_same = 100 * row.gbs / copy_at[half];
+      };
+      const auto& L = meas.launches;
+      for (size_t n = 0; n < L.size(); ++n) {
+        BenchRow row = bench_row(cfg, L[n].rec.kernel);
+        row.median_us = L[n].t.median_us;
+        row.p95_us = L[n].t.p95_us;
+        row.noise = L[n].t.noise;
+        row.reps = L[n].t.n;
+        if (L.size() == 1) rates(row);
+        row.rec = L[n].rec;
+        row.library = L[n].rec.func == nullptr;
+        if (n < cr.report.ranges.size())
+          row.counters = cr.report.ranges[n], row.has_counters = true;
+        rows.push_back(row);
+      }
+      if (L.size() > 1) {
+        BenchRow row = bench_row(cfg, "");
+        row.total = true;
+        row.median_us = meas.total.median_us;
+        row.p95_us = meas.total.p95_us;
+        row.noise = meas.total.noise;
+        row.reps = meas.total.n;
+        rates(row);
+        if (!cr.report.ranges.empty()) {  // the stage's DRAM traffic: its launches together
+          row.has_counters = true;
+          row.counters.range = cfg.label();
+          row.counters.dram_read_bytes = row.counters.dram_write_bytes = 0;
+          for (const CounterValues& v : cr.report.ranges) {
+            row.counters.dram_read_bytes += v.dram_read_bytes;
+            row.counters.dram_write_bytes += v.dram_write_bytes;
           }
         }
+        rows.push_back(row);
+      }
     }
     r.run_stage(i);  // restore the configured output for the next stage
   }
-  if (s->lab) {  // a playground: its rows against the ceiling, and its story; no frames
-    const ResolvedStage& st = r.stages()[0];
-    std::vector<ImageDesc> in;
-    for (const std::string& name : st.inputs())
-      for (const SlotInfo& slot : r.slots())
-        if (slot.name == slot_name(name)) in.push_back(slot.desc);
-    add_ceiling(rows, *s->lab, s->lab->def.flops ? s->lab->def.flops(in, st.params) : 0);
-    const std::string story = story_text(*s->lab, rows);
-    write_report(o, rows, copy_gbs, header.str(), {}, story);
-    return 0;
-  }
-  // The whole pipeline: stage by stage with an event pair per launch (what the per-launch rows
-  // and the GUI see), stage by stage with one pair around the frame (what an application pays),
-  // and replayed as one CUDA graph.
+  return rows;
+}
+
+// The whole pipeline: stage by stage with an event pair per launch (what the per-launch rows
+// and the GUI see), stage by stage with one pair around the frame (what an application pays),
+// and replayed as one CUDA graph.
+std::vector<FrameTiming> bench_frames(Runner& r, const MeasureOptions& m,
+                                      std::vector<std::string>& notes) {
   std::vector<FrameTiming> frames = {
       {"frame", "stage by stage, an event pair per launch, first start to last end"},
       {"frame_stream", "stage by stage, one event pair around the frame"},
       {"frame_graph", "one CUDA graph, cudaGraphLaunch between one event pair"}};
-  for (size_t mode = 0; mode < frames.size(); ++mode) {
-    r.set_per_launch_timing(mode == 0);
-    r.set_graph(mode == 2);
-    std::vector<double> frame;
-    for (int w = 0; w < o.warmup; ++w) r.run();
-    for (int k = 0; k < o.reps; ++k) {
-      r.run_queued(kQueueAheadUs);
-      frame.push_back(1e3 * r.frame_ms());
-    }
-    frames[mode].median_us = median(frame);
-    frames[mode].p95_us = percentile(frame, 95);
+  const FrameMode modes[] = {FrameMode::PerLaunch, FrameMode::Stream, FrameMode::Graph};
+  for (size_t k = 0; k < frames.size(); ++k) {
+    const Measurement meas = measure_frame(r, modes[k], m);
+    frames[k].median_us = meas.total.median_us;
+    frames[k].p95_us = meas.total.p95_us;
+    if (meas.clock.moved())
+      notes.push_back("pipeline (" + frames[k].key + "): " + meas.clock.note());
   }
-  r.set_graph(false);
+  return frames;
+}
 
-  // Uploads: the frame's whole cost (host wall clock per frame: upload and pipeline) over a
-  // cycle of distinct frames, in each upload mode, against the frame already on the GPU. As an
-  // application runs it: one event pair around the frame, none per launch.
+// Uploads: the frame's whole cost (host wall clock per frame: upload and pipeline) over a cycle
+// of distinct frames, in each upload mode, against the frame already on the GPU. As an
+// application runs it: one event pair around the frame, none per launch.
+std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
+  Runner& r = s.runner;
+  const int warmup = o.measure.warmup, reps = o.measure.reps;
   r.set_per_launch_timing(false);
   std::vector<HostImage> inputs;
   for (int k = 0; k < 8; ++k) {
-    HostImage f = next_frame(*s->source, s->skipped).image;
-    if (f.desc() == s->input.desc()) inputs.push_back(std::move(f));
+    HostImage f = next_frame(*s.source, s.skipped).image;
+    if (f.desc() == s.input.desc()) inputs.push_back(std::move(f));
   }
-  if (inputs.empty()) inputs.push_back(HostImage(s->input));
+  if (inputs.empty()) inputs.push_back(HostImage(s.input));
   const UploadMode configured_upload = r.upload_mode();
   struct UploadCase {
     const char* key;
     int mode;  // -1: no upload
   };
+  std::vector<FrameTiming> frames;
   double baseline = 0;
   for (const UploadCase& u : {UploadCase{"upload_none", -1}, UploadCase{"upload_pageable", 0},
                               UploadCase{"upload_pinned", 1}, UploadCase{"upload_mapped", 2}}) {
@@ -579,7 +552,7 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
     const std::vector<HostImage>& frames_in = cycle.empty() ? inputs : cycle;
     r.set_input(frames_in[0]);
     std::vector<double> wall, up, stage, gpu;
-    for (int k = 0; k < o.warmup + o.reps; ++k) {
+    for (int k = 0; k < warmup + reps; ++k) {
       const HostImage& next = frames_in[size_t(k + 1) % frames_in.size()];
       const auto t0 = std::chrono::steady_clock::now();
       if (u.mode < 0)
@@ -590,7 +563,7 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
         r.set_input(next), r.run();
       const double us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      if (k < o.warmup) continue;
+      if (k < warmup) continue;
       wall.push_back(us);
       gpu.push_back(1e3 * r.frame_ms());
       up.push_back(1e3 * r.upload_ms());
@@ -616,10 +589,89 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
   }
   r.set_upload_mode(configured_upload);
   r.set_per_launch_timing(true);
+  return frames;
+}
+
+// --print-ncu: the ncu command line for each selected stage's configured kernels.
+int print_ncu(const CommonOptions& c, const BenchOptions& o) {
+  PipelineConfig p = build_pipeline(c);
+  install_live_kernel(p, c, Backend::Cpu);
+  const std::vector<ResolvedStage> stages = resolve(p, nullptr);
+  std::string input = playground_of(p) ? "--lab " + c.pipeline : "--input " + c.input;
+  if (!playground_of(p) && c.pipeline != "keypoints") input += " --pipeline " + c.pipeline;
+  if (!c.size.empty()) input += " --size " + c.size;
+  if (playground_of(p)) input += " --seed " + std::to_string(c.seed);
+  if (!c.upload.empty() && c.upload != "auto") input += " --upload " + c.upload;
+  std::cout << "# one command per stage: its configured kernels, profiled by ncu with the lab's "
+               "metrics (run --frames 1 launches each of them once; --launch-count is an upper "
+               "bound for multi-kernel library calls)\n";
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (!selected(o.stages, stages[i].op->def.name)) continue;
+    std::cout << ncu_command(self_executable(), input, stages, i, 16, o.measure.cold_l2) << "\n";
+  }
+  return 0;
+}
+}  // namespace
+
+int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
+  check_stage_names(o.stages);
+  if (o.print_ncu) return print_ncu(c, o);
+  auto s = open_session(c);
+  Runner& r = s->runner;
+  if (r.backend() == Backend::Cpu)
+    throw Error(ErrorKind::Unavailable,
+                std::string(o.counters ? "--counters reads the GPU's counters"
+                                       : "bench times GPU kernels") +
+                    ": no CUDA device in use (" +
+                    (device_info().present ? "--device cpu" : device_info().why_absent) + ")");
+  std::unique_ptr<CounterCollector> counters;
+  if (o.counters) {  // refused up front, with the reason, before anything is timed
+    counters = std::make_unique<CounterCollector>();
+    if (!counters->unavailable().empty())
+      throw Error(ErrorKind::Unavailable, counters->unavailable());
+  }
+  const MeasureOptions& m = o.measure;
+  const double copy_gbs = measure_copy_bandwidth();
+  std::ostringstream header;
+  header << device_line(r.backend()) << "\ninput: " << s->describe() << "; warm-up " << m.warmup
+         << ", median of "
+         << (m.max_noise > 0 ? std::to_string(m.min_reps) + " to " + std::to_string(m.reps) +
+                                   " timed runs (stopping once the median's relative standard "
+                                   "error is under " +
+                                   fmt("%.2f %%)", 100 * m.max_noise)
+                             : std::to_string(m.reps) + " timed runs")
+         << ", each launch between its own CUDA event pair, "
+         << (m.queue_ahead_us > 0 ? "queued behind a " + fmt("%.0f", m.queue_ahead_us) +
+                                        " us GPU-side delay (kernel time, not launch latency)"
+                                  : "not queued (launch latency included)")
+         << (m.cold_l2 ? "; L2 flushed before each timed run (DRAM-cold)"
+                       : "; L2-warm (inputs left in the L2 by the previous run)")
+         << "\ndevice copy bandwidth (cudaMemcpy D2D 256 MiB, read + write): "
+         << fmt("%.1f", copy_gbs)
+         << " GB/s (%copy); %cp=sz: against a copy of the stage's own bytes, measured likewise; "
+            "Orin: the bytes model over 183 GB/s (AGX Orin's measured copy), an estimate\n";
+
+  r.run();
+  std::vector<std::string> notes;
+  std::vector<BenchRow> rows = bench_stages(*s, o, copy_gbs, counters.get(), notes);
+  if (s->lab) {  // a playground: its rows against the ceiling, and its story; no frames
+    const ResolvedStage& st = r.stages()[0];
+    std::vector<ImageDesc> in;
+    for (const std::string& name : st.inputs())
+      for (const SlotInfo& slot : r.slots())
+        if (slot.name == slot_name(name)) in.push_back(slot.desc);
+    add_ceiling(rows, *s->lab, s->lab->def.flops ? s->lab->def.flops(in, st.params) : 0);
+    const std::string story = story_text(*s->lab, rows);
+    for (const std::string& n : notes) header << "note: " << n << "\n";
+    write_report(o, rows, copy_gbs, header.str(), {}, story);
+    return 0;
+  }
+  std::vector<FrameTiming> frames = bench_frames(r, m, notes);
+  for (FrameTiming& f : bench_uploads(*s, o)) frames.push_back(std::move(f));
+  for (const std::string& n : notes) header << "note: " << n << "\n";
   write_report(o, rows, copy_gbs, header.str(), frames, "");
   return 0;
 }
-
 // ---- run -------------------------------------------------------------------------------------
 
 namespace {

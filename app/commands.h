@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/io/image_source.h"
+#include "measure.h"
 #include "pipeline.h"
 #include "runner.h"
 
@@ -39,8 +40,9 @@ struct CheckOptions {
 
 struct BenchOptions {
   std::vector<std::string> stages;  // empty: all
-  int warmup = 10;
-  int reps = 100;
+  MeasureOptions measure;           // warm-up, runs, noise target, cold L2, queue-ahead delay
+  bool counters = false;            // hardware counters per launch (CUPTI)
+  bool print_ncu = false;           // print the ncu command lines instead of measuring
   bool sweep_blocks = false;
   bool sweep_variants = false;
   bool sweep_math = false;

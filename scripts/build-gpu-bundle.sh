@@ -9,12 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${LAB_BUNDLE_ARCH:-90}
 gui=$([ "${LAB_BUNDLE_GUI:-1}" = 0 ] && echo OFF || echo ON)
-cmake --preset gpu-server -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLAB_WITH_GUI="$gui" >/dev/null
+# LAB_BUNDLE_SM87=0 skips the sm_87 resource table (a second ptxas pass over every op; the Orin
+# estimate then uses the running GPU's register counts).
+sm87=$([ "${LAB_BUNDLE_SM87:-1}" = 0 ] && echo OFF || echo ON)
+cmake --preset gpu-server -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLAB_WITH_GUI="$gui" \
+  -DLAB_SM87_TABLE="$sm87" >/dev/null
 cmake --build --preset gpu-server
 rm -rf bundle && mkdir -p bundle/bin bundle/data bundle/lib
 cp build-gpu/kernel-lab build-gpu/tests/lab_tests bundle/bin/
 cp tests/data/*.png tests/data/*.jpg bundle/data/
-cp scripts/gpu-proof.sh scripts/torch_pipeline.py bundle/
+cp scripts/gpu-proof.sh scripts/torch_pipeline.py scripts/compare_counters.py bundle/
 cp -r examples bundle/  # the live-kernel examples (tests compile them)
 # The libraries a stock Ubuntu host lacks: the GUI stack from Debian's packages.
 ldd bundle/bin/kernel-lab bundle/bin/lab_tests | awk '/=> \//{print $3}' | sort -u |

@@ -5,8 +5,10 @@
 # `bench` at 1280x736 and 3840x2160, and the PyTorch comparison (scripts/torch_pipeline.py)
 # where python3 has torch; then the playgrounds: check, racecheck and `bench --lab` at the issue's
 # sizes; then live kernels: copies of built-in kernels timed against them, compile-to-running in
-# the GUI, a bad kernel under compute-sanitizer. LAB_PROOF_SECTIONS picks sections (default:
-# "tests gui sanitizer bench torch upload labs live"; "gputests" runs the GPU suite alone).
+# the GUI, a bad kernel under compute-sanitizer; "measure": the GUI's timings against bench's on
+# one input, the first launch without the queue-ahead delay, hardware counters against ncu
+# (scripts/compare_counters.py). LAB_PROOF_SECTIONS picks sections (default:
+# "tests gui sanitizer bench torch upload labs live measure"; "gputests" runs the GPU suite alone).
 # Logs go to $OUT (or ./out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +33,8 @@ step() {
   "$@"
   echo "=== exit $? ($((SECONDS - t0)) s)"
 }
-sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch upload labs live} "
+sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch upload labs live measure} "
+uname -r  # Firecracker (-fc-...-gpu): counters and compute-sanitizer work; gVisor (4.4.0): not
 want() { [[ $sections == *" $1 "* ]]; }
 [ "${LAB_PROOF_BENCH:-1}" = 0 ] && sections=${sections/ bench / }
 want tests && {
@@ -112,4 +115,18 @@ want live && {  # live kernels: copies against the kernels that ship, compile to
   step "$san" --tool memcheck --error-exitcode 99 "$lab" check --pipeline harris --input synthetic:64x48 --size 64x48 --stage blur --kernel-file "$t/oob.cu" --replace blur --quick
   rm -rf "$t"
 } 2>&1 | tee "$out/live.log" | grep -E "^===|ERROR SUMMARY|configurations|kernel:|user|gui: live"
+want measure && {  # one way to measure: the GUI against bench, counters against ncu
+  img=$here/data/box_in_scene.png
+  step "$lab" bench --input "$img" --reps 300
+  step "$lab" gui --headless --frames 300 --window 1600x900 --input "$img" --screenshot "$out/gui-timings.png"
+  step "$lab" gui --headless --frames 300 --window 1600x900 --input "$img" --graph
+  step "$lab" gui --headless --frames 300 --window 1600x900 --input "$img" --queue-ahead 0
+  step "$lab" gui --headless --frames 120 --window 1600x900 --input "$img" --counters --screenshot "$out/gui-counters.png"
+  step "$lab" bench --input "$img" --counters --sweep-variants --stage blur --stage harris
+  step "$lab" bench --print-ncu
+  for size in 1280x736 3840x2160; do
+    step python3 "$here/compare_counters.py" --lab "$lab" --cold -- --input "$here/data/graf1.png" --size $size
+    step python3 "$here/compare_counters.py" --lab "$lab" -- --input "$here/data/graf1.png" --size $size
+  done
+} 2>&1 | tee "$out/measure.log"
 exit 0

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/io/npy.h"
+#include "measure.h"
 #include "runner.h"
 #include "support.h"
 
@@ -194,40 +195,27 @@ TEST_SUITE("cpu") {
 
 TEST_SUITE("gpu") {
   LAB_GPU_CASE("playground sweep: odd sizes, every variant x block x math against the reference") {
-    const lab::DeviceInfo& dev = lab::device_info();
     for (const std::string& n : kLabs)
       for (const std::string& size : odd_sizes(n)) {
         lab::Runner r(lab::Backend::Cuda);
         r.configure_lab(lab::default_pipeline(n),
                         lab::make_lab_inputs(*lab::find_playground(n), size, 11));
-        const lab::ResolvedStage configured = r.stages()[0];
-        const std::vector<lab::HostImage> ref = r.reference(0);
-        const auto& variants = configured.op->def.variants;
         int runs = 0;
-        for (size_t v = 0; v < variants.size(); ++v)
-          for (const lab::Block& b : variants[v].blocks)
-            for (lab::MathMode m : {lab::MathMode::Precise, lab::MathMode::Fast}) {
-              lab::ResolvedStage s = configured;
-              s.variant = v, s.block = b, s.math = m;
-              const std::string label = n + " " + size + ": " + s.label();
-              if (!lab::block_refusal(variants[v], b, &dev).empty()) continue;
-              r.poison_outputs(0);
-              try {
-                r.run_stage(0, &s);
-              } catch (const lab::Error& e) {
-                REQUIRE_MESSAGE(e.kind() == lab::ErrorKind::Usage, label << ": " << e.what());
-                MESSAGE(label << ": refused at launch: " << e.what());
-                continue;
-              }
-              const lab::DiffStats d = r.compare(0, ref, m, &s);
-              CHECK_MESSAGE(d.pass(), label << ": " << d.detail() << " max_abs " << d.max_abs
-                                            << " limit " << d.limit << " over " << d.over << " nan "
-                                            << d.nans << " first bad (" << d.bad_x << "," << d.bad_y
-                                            << ") got " << d.bad_got << " ref " << d.bad_ref);
-              for (const lab::LaunchRecord& rec : r.launches())
-                CHECK_MESSAGE(rec.ms >= 0, label << " " << rec.kernel);
-              ++runs;
-            }
+        lab::check_stage(r, 0, false, [&](const lab::CheckResult& res) {
+          const std::string label = n + " " + size + ": " + res.cfg.label();
+          if (res.refused) {  // by a rule of the device, or at launch (this build's registers)
+            MESSAGE(label << ": refused: " << res.why);
+            return;
+          }
+          const lab::DiffStats& d = res.diff;
+          CHECK_MESSAGE(d.pass(), label << ": " << d.detail() << " max_abs " << d.max_abs
+                                        << " limit " << d.limit << " over " << d.over << " nan "
+                                        << d.nans << " first bad (" << d.bad_x << "," << d.bad_y
+                                        << ") got " << d.bad_got << " ref " << d.bad_ref);
+          for (const lab::LaunchRecord& rec : res.launches)
+            CHECK_MESSAGE(rec.ms >= 0, label << " " << rec.kernel);
+          ++runs;
+        });
         CHECK_MESSAGE(runs > 0, n << " " << size);
       }
   }

@@ -9,6 +9,7 @@
 #include "app/io/frame_source.h"
 #include "app/io/image_source.h"
 #include "support.h"
+#include "measure.h"
 #include "runner.h"
 
 namespace {
@@ -41,51 +42,32 @@ int sweep(const Pattern& p) {
   r.configure(cfg, in.desc());
   r.set_input(in);
   r.run();
-  const lab::DeviceInfo& dev = lab::device_info();
   int runs = 0;
-  for (size_t i = 0; i < r.stages().size(); ++i) {
-    const lab::ResolvedStage configured = r.stages()[i];
-    // A fused variant has its own reference: one per reference function.
-    std::map<lab::ReferenceFn, std::vector<lab::HostImage>> refs;
-    const auto& variants = configured.op->def.variants;
-    for (size_t v = 0; v < variants.size(); ++v)
-      for (const lab::Block& b : variants[v].blocks)
-        for (lab::MathMode m : {lab::MathMode::Precise, lab::MathMode::Fast}) {
-          lab::ResolvedStage s = configured;
-          s.variant = v, s.block = b, s.math = m;
-          const std::string label = p.input + " -> " + p.size + ": " + s.label();
-          if (!refs.count(s.reference())) refs[s.reference()] = r.reference(i, &s);
-          const std::vector<lab::HostImage>& ref = refs[s.reference()];
-          REQUIRE_MESSAGE(lab::block_refusal(variants[v], b, &dev).empty(), label);
-          r.poison_outputs(i);
-          try {
-            r.run_stage(i, &s);
-          } catch (const lab::Error& e) {
-            // A shape this build of the kernel cannot launch (registers on this GPU) is refused
-            // with a reason, as `check` reports it; anything else is a failure.
-            REQUIRE_MESSAGE(e.kind() == lab::ErrorKind::Usage, label << ": " << e.what());
-            MESSAGE(label << ": refused at launch: " << e.what());
-            continue;
-          }
-          const lab::DiffStats d = r.compare(i, ref, m, &s);
-          CHECK_MESSAGE(d.pass(), label << ": " << d.detail() << " max_abs " << d.max_abs
-                                        << " limit " << d.limit << " over " << d.over << " nan "
-                                        << d.nans << " first bad " << d.bad_slot << "(" << d.bad_x
-                                        << "," << d.bad_y << ") got " << d.bad_got << " ref "
-                                        << d.bad_ref);
-          // Every launch was recorded with a time and an occupancy that CUDA agrees with.
-          for (const lab::LaunchRecord& rec : r.launches()) {
-            CHECK_MESSAGE(rec.ms > 0, label << " " << rec.kernel);
-            if (!rec.func) continue;  // a library call (CUB): no occupancy of ours
-            CHECK_MESSAGE(rec.est.blocks_per_sm == rec.blocks_per_sm,
-                          label << " " << rec.kernel << ": our occupancy calculator says "
-                                << rec.est.blocks_per_sm << " blocks/SM, CUDA "
-                                << rec.blocks_per_sm);
-          }
-          ++runs;
-        }
-    r.run_stage(i);
-  }
+  for (size_t i = 0; i < r.stages().size(); ++i)
+    lab::check_stage(r, i, false, [&](const lab::CheckResult& res) {
+      const std::string label = p.input + " -> " + p.size + ": " + res.cfg.label();
+      // A shape this build of the kernel cannot launch (registers on this GPU) is refused with
+      // a reason, as `check` reports it; a rule refusing an allowed block is a failure.
+      REQUIRE_MESSAGE((!res.refused || res.at_launch), label << ": " << res.why);
+      if (res.refused) {
+        MESSAGE(label << ": refused at launch: " << res.why);
+        return;
+      }
+      const lab::DiffStats& d = res.diff;
+      CHECK_MESSAGE(d.pass(), label << ": " << d.detail() << " max_abs " << d.max_abs << " limit "
+                                    << d.limit << " over " << d.over << " nan " << d.nans
+                                    << " first bad " << d.bad_slot << "(" << d.bad_x << ","
+                                    << d.bad_y << ") got " << d.bad_got << " ref " << d.bad_ref);
+      // Every launch was recorded with a time and an occupancy that CUDA agrees with.
+      for (const lab::LaunchRecord& rec : res.launches) {
+        CHECK_MESSAGE(rec.ms > 0, label << " " << rec.kernel);
+        if (!rec.func) continue;  // a library call (CUB): no occupancy of ours
+        CHECK_MESSAGE(rec.est.blocks_per_sm == rec.blocks_per_sm,
+                      label << " " << rec.kernel << ": our occupancy calculator says "
+                            << rec.est.blocks_per_sm << " blocks/SM, CUDA " << rec.blocks_per_sm);
+      }
+      ++runs;
+    });
   return runs;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <cstring>
 #include <set>
 
@@ -18,7 +19,9 @@
 #include "colormap.h"
 #include "presets.h"
 #include "probe.h"
+#include "measure.h"
 #include "runner.h"
+#include "stats.h"
 #include "support.h"
 
 using namespace lab;
@@ -131,6 +134,77 @@ TEST_SUITE("gpu") {
     for (const ui::SweepPoint& p : res.sweep) {
       CHECK(p.us > 0);
       CHECK(p.occupancy > 0);
+    }
+  }
+
+  LAB_GPU_CASE("gui engine job and bench measure every launch alike (one process, same input)") {
+    // The GUI's engine job, frame after frame, against bench's path (measure_stage per stage,
+    // measure_frame for the pipeline) on a real image. The issue's target (5 % or 1 us) is
+    // checked by the benchmark run; this test holds a looser bound, so that it says "the same
+    // measurement" without being a timing test: before, the first launch read 200 us for 8.
+    const HostImage img = io::load_image(data_path("box_in_scene.png"));
+    Runner r(Backend::Cuda);
+    std::map<std::string, std::vector<double>> gui;
+    std::vector<double> gui_frame;
+    for (int k = 0; k < 220; ++k) {
+      ui::JobInput in;
+      if (k == 0) in.frame = img, in.pipeline = default_pipeline();
+      const ui::FrameResult res = ui::run_job(r, std::move(in));
+      REQUIRE_MESSAGE(res.ran, res.error);
+      if (k < 20) continue;  // warm-up, as bench's
+      for (const LaunchRecord& l : res.launches)
+        gui[res.stage_names[l.stage] + "/" + l.kernel].push_back(1e3 * l.ms);
+      gui_frame.push_back(1e3 * res.frame_ms);
+    }
+    MeasureOptions m;
+    m.reps = 200;
+    size_t compared = 0;
+    for (size_t i = 0; i < r.stages().size(); ++i) {
+      if (r.skipped(i)) continue;
+      const Measurement b = measure_stage(r, i, r.stages()[i], m);
+      for (const LaunchTiming& l : b.launches) {
+        const std::string key = r.stages()[i].op->def.name + "/" + l.rec.kernel;
+        REQUIRE(gui.count(key));
+        const double g = median(gui[key]), want = l.t.median_us;
+        MESSAGE(key << ": gui " << g << " us, bench " << want << " us");
+        CHECK_MESSAGE(std::fabs(g - want) <= std::max(0.15 * want, 2.0), key);
+        ++compared;
+      }
+    }
+    CHECK(compared >= r.stages().size());
+    const Measurement f = measure_frame(r, FrameMode::PerLaunch, m);
+    MESSAGE("pipeline: gui " << median(gui_frame) << " us, bench " << f.total.median_us << " us");
+    CHECK(std::fabs(median(gui_frame) - f.total.median_us) <= 0.15 * f.total.median_us);
+  }
+
+  LAB_GPU_CASE("gui engine job: hardware counters for every launch, outside the timed run") {
+    Runner r(Backend::Cuda);
+    CounterCollector collector;
+    ui::JobInput first;
+    first.frame = io::synthetic_frame(640, 480);
+    first.pipeline = default_pipeline();
+    REQUIRE(ui::run_job(r, std::move(first)).ran);
+    ui::JobInput in;
+    in.counters = &collector;
+    const ui::FrameResult res = ui::run_job(r, std::move(in));
+    REQUIRE_MESSAGE(res.ran, res.error);
+    REQUIRE(res.counted);
+    if (!collector.unavailable().empty()) {  // gVisor hosts, or no permission: said, not failed
+      MESSAGE("counters unavailable: " << collector.unavailable());
+      CHECK(!res.counters.report.ok);
+      CHECK(res.counters.report.why == collector.unavailable());
+      return;
+    }
+    REQUIRE_MESSAGE(res.counters.report.ok, res.counters.report.why);
+    CHECK(res.counters.report.ranges.size() == res.launches.size());
+    CHECK(res.counters.report.passes >= 1);
+    MESSAGE("counters: " << res.counters.report.ranges.size() << " launches, "
+                         << res.counters.report.passes << " passes, " << res.counters.report.ms
+                         << " ms");
+    for (const CounterValues& v : res.counters.report.ranges) {
+      CHECK_MESSAGE(v.achieved_occupancy_pct > 0, v.range);
+      CHECK_MESSAGE(v.achieved_occupancy_pct <= 100.5, v.range);
+      CHECK_MESSAGE(std::isfinite(v.dram_read_bytes), v.range);
     }
   }
 

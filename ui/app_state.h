@@ -18,6 +18,7 @@
 #include "gui.h"
 #include "interop.h"
 #include "live.h"
+#include "measure.h"
 #include "minmax.h"
 #include "runner.h"
 
@@ -75,6 +76,11 @@ struct FrameResult {
   float probe_value = 0;  // the shown slot's value at the probe (GPU: read back, 4 bytes)
   bool uploaded = false;  // the job sent a new input frame
   double upload_ms = 0;   // that upload's time (Runner::upload_ms + staging_ms)
+  double upload_dma_ms = 0, staging_ms = 0;  // its parts: the copy (GPU), the host staging copy
+  double enqueue_ms = 0;  // host time to enqueue the frame's launches (hidden by the delay)
+  bool cold_l2 = false;   // timed with the L2 flushed first
+  bool counted = false;   // hardware counters were collected (counters)
+  CounterRun counters;    // per launch of this frame, or the reason they are unavailable
   double job_ms = 0;      // the whole engine job on the worker thread (host wall clock)
   int sweep_stage = -1;
   std::vector<SweepPoint> sweep;
@@ -99,7 +105,9 @@ struct JobInput {
   std::optional<bool> graph;   // switch CUDA-graph mode
   Staging* staging = nullptr;  // device copies for interop; null: host copies
   int probe_x = -1, probe_y = -1;
-  int sweep_stage = -1;  // time this stage with every allowed block of its variant
+  int sweep_stage = -1;                  // time this stage with every allowed block of its variant
+  MeasureOptions measure;                // how the frame is timed: as bench times it
+  CounterCollector* counters = nullptr;  // collect hardware counters after the timed run
 };
 
 struct UiState {
@@ -120,9 +128,16 @@ struct UiState {
   std::vector<float> pipeline_ms;                       // GPU (or CPU reference) time
   std::vector<float> upload_ms, display_ms, job_ms;     // input upload (frames that sent one);
                                                         // viewport update; engine job
-  bool overlay = true;                                  // draw the keypoints
-  int probe_x = -1, probe_y = -1;                       // the pixel under the cursor
-  std::string message;                                  // the banner: errors, warnings
+  // Costs that are real but not a kernel's, each on its own row: the upload's copy (GPU) and
+  // staging copy (host), the host's enqueue, interop map and unmap, the GL sync ending a frame.
+  std::vector<float> upload_dma_ms, staging_ms, enqueue_ms, map_ms, unmap_ms, gl_sync_ms;
+  bool cold_l2 = false;                     // time with the L2 flushed before each frame
+  bool counters_requested = false;          // "measure counters": the next job collects them
+  CounterRun counters;                      // the last collection (by launch), or why none
+  std::vector<std::string> counter_stages;  // its stage names (counters.launches[n].stage)
+  bool overlay = true;                      // draw the keypoints
+  int probe_x = -1, probe_y = -1;           // the pixel under the cursor
+  std::string message;                      // the banner: errors, warnings
   std::string preset_path;
   std::vector<StageDiff> diff;  // the last "compare now"
   int compare_every = 0;        // 0: only on request
@@ -199,9 +214,10 @@ struct GuiApp {
   uint64_t frames = 0;
   bool frame_has_input = false;  // this UI frame's engine job got a new input frame
   std::string upload_note;       // how images reach the screen
-  uint64_t result_gen = 0;  // counts the job results applied: the viewport re-uploads on change
-  std::string uploaded;     // what the viewport texture holds (result, view, colormap, range)
-  double copy_gbs = 0;      // device copy bandwidth, measured at start (GPU)
+  uint64_t result_gen = 0;    // counts the job results applied: the viewport re-uploads on change
+  std::string uploaded;       // what the viewport texture holds (result, view, colormap, range)
+  double copy_gbs = 0;        // device copy bandwidth, measured at start (GPU)
+  CounterCollector counters;  // CUPTI, loaded on the first "measure counters"
 };
 
 // Adds a tooltip to the last item.
@@ -229,6 +245,9 @@ void live_frame_ran(GuiApp& app, const FrameResult& r);
 void compare_now(GuiApp& app);
 // One engine job: apply a new pipeline or input, run, and copy out what the panels show.
 FrameResult run_job(Runner& runner, JobInput in);
+// Once per UI frame: takes a finished job's result into the panels' state and starts the next
+// job from the UI's requests (with `wait`, waits for it: scripted, reproducible runs).
+void engine_frame(GuiApp& app, bool wait);
 // On the UI thread, when a job's result arrives: the output texture and keypoint buffer are
 // written (interop, or host upload), timed into the display history.
 void display_result(GuiApp& app, const FrameResult& r);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "measure.h"
 #include "pipeline.h"
 #include "runner.h"
 
@@ -23,8 +24,9 @@ struct GuiOptions {
   bool hide_keypoints = false;
   bool free_run = false;
   float ui_scale = 0;  // fonts and sizes; 0: the monitor's content scale (1 headless)
-  UploadMode upload = UploadMode::Pageable;  // how input frames reach the GPU     // with frames:
-                                             // do not wait for engine jobs (interactive pacing)
+  UploadMode upload = UploadMode::Pageable;  // how input frames reach the GPU
+  MeasureOptions measure;    // how each frame is timed (queue-ahead delay, cold L2), as in bench
+  bool counters = false;     // press "measure counters" once the first frame has run
   std::string dump_texture;  // write the output texture's texels here as .npy (tests)
   std::string lab_size;      // a playground's problem size (empty: its default)
   uint64_t lab_seed = 1;     // and the seed of its generated inputs

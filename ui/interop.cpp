@@ -1,5 +1,7 @@
 #include "interop.h"
 
+#include <chrono>
+
 // epoxy first: it provides the GL declarations cuda_gl_interop.h expects.
 #include <epoxy/gl.h>
 // clang-format off
@@ -79,7 +81,10 @@ bool GlInterop::write(unsigned tex, const ImageRef& src, unsigned vbo, const voi
   if (vbo && !register_buffer(vbo, bytes)) return false;
   cudaGraphicsResource* res[2] = {m_tex_res, m_buf_res};
   const int n = vbo ? 2 : 1;
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
   cudaError_t e = cudaGraphicsMapResources(n, res, m_stream);
+  m_map_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   if (e != cudaSuccess) return fail("mapping the viewport texture and keypoint buffer", e);
   cudaArray_t array = nullptr;
   e = cudaGraphicsSubResourceGetMappedArray(&array, m_tex_res, 0, 0);
@@ -94,10 +99,12 @@ bool GlInterop::write(unsigned tex, const ImageRef& src, unsigned vbo, const voi
     if (e == cudaSuccess)
       e = cudaMemcpyAsync(dst, buf_src, bytes, cudaMemcpyDeviceToDevice, m_stream);
   }
+  const auto t1 = clock::now();
   const cudaError_t u = cudaGraphicsUnmapResources(n, res, m_stream);
   if (e != cudaSuccess) return fail("copying into the viewport texture or keypoint buffer", e);
   if (u != cudaSuccess) return fail("unmapping", u);
   if ((e = cudaStreamSynchronize(m_stream)) != cudaSuccess) return fail("interop copy", e);
+  m_unmap_ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
   return true;
 }
 

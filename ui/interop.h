@@ -33,6 +33,10 @@ class GlInterop {
   // together (each map/unmap pair synchronises with GL, so one pair, not two). Returns false
   // (and turns interop off, with the reason) if CUDA refuses them.
   bool write(unsigned tex, const ImageRef& src, unsigned vbo, const void* buf_src, size_t bytes);
+  // Host wall time of the last write's map call, and of its unmap with the wait for the copies
+  // (each synchronises with GL): costs of showing a frame, not of any kernel.
+  double map_ms() const { return m_map_ms; }
+  double unmap_ms() const { return m_unmap_ms; }
 
  private:
   bool fail(const std::string& what, int code);
@@ -48,6 +52,7 @@ class GlInterop {
   cudaGraphicsResource* m_buf_res = nullptr;
   unsigned m_buf = 0;
   size_t m_buf_bytes = 0;
+  double m_map_ms = 0, m_unmap_ms = 0;
 };
 
 }  // namespace lab::ui

@@ -1,6 +1,7 @@
 // Occupancy: per launch registers, shared memory, spills, blocks per SM, occupancy and its
 // limiter, here and on Jetson Orin (sm_87).
 #include <algorithm>
+#include <cmath>
 
 #include "app_state.h"
 #include "probe.h"
@@ -19,15 +20,25 @@ void draw_occupancy_panel(GuiApp& app) {
   }
   // The table takes what the curves below leave.
   const float table_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - 190);
-  if (ImGui::BeginTable("occ", 8,
+  // Achieved occupancy, where "measure counters" collected it for this frame's launches.
+  const CounterRun& cr = app.ui.counters;
+  auto achieved = [&](size_t n) -> double {
+    if (!cr.report.ok || n >= cr.report.ranges.size() || n >= cr.launches.size() ||
+        cr.launches[n].kernel != app.view.launches[n].kernel)
+      return std::nan("");
+    return cr.report.ranges[n].achieved_occupancy_pct;
+  };
+  if (!cr.report.why.empty()) ImGui::TextWrapped("achieved: %s", cr.report.why.c_str());
+  if (ImGui::BeginTable("occ", 9,
                         ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders |
                             ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY,
                         ImVec2(0, table_h))) {
-    const char* cols[] = {"kernel", "block",  "regs",      "smem",
-                          "local",  "blk/SM", "occupancy", "Orin (sm_87)"};
+    const char* cols[] = {"kernel", "block",     "regs",     "smem",        "local",
+                          "blk/SM", "occupancy", "achieved", "Orin (sm_87)"};
     for (const char* c : cols) ImGui::TableSetupColumn(c);
     ImGui::TableHeadersRow();
-    for (const LaunchRecord& r : app.view.launches) {
+    for (size_t n = 0; n < app.view.launches.size(); ++n) {
+      const LaunchRecord& r = app.view.launches[n];
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(r.kernel.c_str());
@@ -57,6 +68,16 @@ void draw_occupancy_panel(GuiApp& app) {
       ImGui::Text("%.0f%% %s", 100 * r.est.occupancy, limiter_name(r.est.limiter));
       tip("theoretical occupancy: active warps over the SM's maximum, from our calculator on "
           "this GPU's limits, and the resource that limits it");
+      ImGui::TableNextColumn();
+      const double ach = achieved(n);
+      if (std::isfinite(ach))
+        ImGui::Text("%.0f%%", ach);
+      else
+        ImGui::TextDisabled("-");
+      tip("achieved occupancy, measured: active warps over the SM's maximum averaged over the "
+          "launch (CUPTI, sm__warps_active.avg.pct_of_peak_sustained_active). Below the "
+          "theoretical figure: too few blocks to fill every SM, a tail, or warps that finish "
+          "unevenly. '-': press \"measure counters\" in Timings");
       ImGui::TableNextColumn();
       ImGui::Text("%.0f%% %s", 100 * r.orin.occupancy, limiter_name(r.orin.limiter));
       tip(r.orin_from_sm87_build

@@ -1,5 +1,7 @@
-// Timings: per launch GPU time (rolling plot, median, p95), GB/s against the device copy
-// bandwidth, and the frame time.
+// Timings: per launch GPU time (median, p95, history) measured as `bench` measures it, GB/s
+// against the device copy bandwidth, hardware counters on demand, and, on rows of their own,
+// the costs that are real but no kernel's (upload, enqueue, interop, GL sync).
+#include <cmath>
 #include <string>
 
 #include "app_state.h"
@@ -14,6 +16,62 @@ double median_of(const std::vector<float>& h) {
 double p95_of(const std::vector<float>& h) {
   return percentile(std::vector<double>(h.begin(), h.end()), 95);
 }
+
+// The counters of the launch `key` ("stage/kernel") from the last collection, or null.
+const CounterValues* counters_of(const GuiApp& app, const std::string& key) {
+  const CounterRun& c = app.ui.counters;
+  if (!c.report.ok) return nullptr;
+  for (size_t n = 0; n < c.launches.size() && n < c.report.ranges.size(); ++n) {
+    const LaunchRecord& l = c.launches[n];
+    if (l.stage < app.ui.counter_stages.size() &&
+        app.ui.counter_stages[l.stage] + "/" + l.kernel == key)
+      return &c.report.ranges[n];
+  }
+  return nullptr;
+}
+
+void pct_cell(double v, const char* why) {
+  ImGui::TableNextColumn();
+  if (std::isfinite(v))
+    ImGui::Text("%.0f%%", v);
+  else
+    ImGui::TextDisabled("-");
+  tip(why);
+}
+
+// A row of the "not kernel time" table: a name, its median and p95, and what it is.
+void cost_row(const char* name, const std::vector<float>& h, const char* what) {
+  if (h.empty()) return;
+  ImGui::TableNextRow();
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(name);
+  tip(what);
+  ImGui::TableNextColumn();
+  ImGui::Text("%.3f", median_of(h));
+  tip(what);
+  ImGui::TableNextColumn();
+  ImGui::Text("%.3f", p95_of(h));
+  tip("95th percentile of the same history");
+}
+
+// The ncu command line of stage i as the GUI has it configured (for the clipboard).
+std::string ncu_line(const GuiApp& app, size_t i, int launches) {
+  const PipelineConfig& p = app.ui.pipeline;
+  std::string input;
+  if (const Op* lab = playground_of(p)) {
+    input = "--lab " + lab->def.name + " --seed " + std::to_string(app.ui.lab_seed);
+    if (app.ui.lab_size[0]) input += " --size " + std::string(app.ui.lab_size);
+  } else {
+    input = "--input '" + app.opt.input + "'";
+    if (p.stages.size() == default_pipeline("harris").stages.size()) input += " --pipeline harris";
+  }
+  try {
+    return ncu_command(self_executable(), input, resolve(p, &device_info()), i, launches,
+                       app.ui.cold_l2);
+  } catch (const Error& e) {
+    return std::string("# ") + e.what();
+  }
+}
 }  // namespace
 
 void draw_timings_panel(GuiApp& app) {
@@ -21,62 +79,72 @@ void draw_timings_panel(GuiApp& app) {
     ImGui::End();
     return;
   }
-  const UiState& ui = app.ui;
+  UiState& ui = app.ui;
   const bool gpu = app.opt.backend == Backend::Cuda;
   const double frame = median_of(ui.frame_ms);
   ImGui::Text("frame %.2f ms (%.0f fps)", frame, frame > 0 ? 1000.0 / frame : 0.0);
   tip("wall-clock time of a whole UI frame (steady_clock): take the newest input, hand it to the "
       "engine, show the last result, draw the UI; median of the last 240 frames. FPS = 1000 / "
       "that median");
-  ImGui::Text("pipeline %.3f ms median, %.3f ms p95%s", median_of(ui.pipeline_ms),
+  ImGui::SameLine();
+  ImGui::Text("| pipeline %.3f ms median, %.3f p95%s", median_of(ui.pipeline_ms),
               p95_of(ui.pipeline_ms), app.view.graph ? " (CUDA graph)" : "");
   tip(!gpu ? "CPU mode: the sum of the stages' reference times (steady_clock)"
       : app.view.graph
-          ? "the CUDA graph's GPU time between one event pair around cudaGraphLaunch; "
-            "median and 95th percentile of the last 240 frames. Per-launch times are not "
-            "measured inside a graph"
-          : "sum of every launch's GPU time (an event pair around each), median and 95th "
-            "percentile of the last 240 frames");
-  ImGui::Text("engine job %.3f ms", median_of(ui.job_ms));
-  tip("the whole engine job on its worker thread (host wall clock): take the input, launch the "
-      "pipeline and wait for it, copy the shown slot and keypoints for display, read back the "
-      "colormap range; median of the last 240 frames");
-  ImGui::Text("upload %.3f ms, display %.3f ms", median_of(ui.upload_ms), median_of(ui.display_ms));
-  tip(gpu ? "upload (over the frames that sent a new input frame): the input frame to the device "
-            "in the upload mode (--upload; the Device "
-            "panel says which): pageable and pinned, the copy's GPU time between an event pair "
-            "plus, pinned, the host copy into page-locked memory; mapped, the host write into "
-            "memory the kernels read in place. display: writing the shown slot and the keypoints "
-            "into their "
-            "GL texture and buffer when a result arrives (CUDA-GL interop: map, device copy, "
-            "unmap, synchronised; or glTexSubImage2D from the host), host wall clock. Medians "
-            "of the last 240 frames"
-          : "upload: the input into the reference's slot (a host copy). display: glTexSubImage2D "
-            "of the shown slot and the keypoints, host wall clock. Medians of the last 240 "
-            "frames");
+          ? "the CUDA graph's GPU time between one event pair around cudaGraphLaunch, queued "
+            "behind the GPU-side delay: bench's frame_graph figure. Median and 95th percentile "
+            "of the last 240 frames. Per-launch times are not measured inside a graph"
+          : "GPU time from the first launch's start to the last launch's end, each launch "
+            "between its own event pair, queued behind the GPU-side delay: bench's 'frame' "
+            "figure for the same configuration and input. Median and 95th percentile of the "
+            "last 240 frames");
+  if (gpu) {
+    if (ImGui::Checkbox("cold L2", &ui.cold_l2)) ui.launch_us.clear(), ui.pipeline_ms.clear();
+    tip("flush the L2 (a write over twice its size) before each frame's timed run, so every "
+        "launch starts DRAM-cold (bench --cold); off: L2-warm, the input left in the L2 by its "
+        "upload, as a live pipeline runs. Switching starts new histories");
+    ImGui::SameLine();
+    if (ImGui::Button("measure counters")) ui.counters_requested = true;
+    tip("hardware counters for every launch of the next frame, through CUPTI's range profiler "
+        "(bench --counters): the frame is replayed once per pass the metrics need, after its "
+        "timed run, so no profiled run enters a timing");
+    if (ui.counters.report.ok) {
+      ImGui::SameLine();
+      ImGui::Text("%d passes, %.0f ms", ui.counters.report.passes, ui.counters.report.ms);
+      tip("replay passes CUPTI needed for the metrics, and the host time the whole collection "
+          "took (set-up, passes, evaluation)");
+    } else if (!ui.counters.report.why.empty()) {
+      ImGui::TextWrapped("%s", ui.counters.report.why.c_str());
+    }
+  }
   if (!ui.pipeline_ms.empty())
     ImGui::PlotLines("##pipeline", ui.pipeline_ms.data(), int(ui.pipeline_ms.size()), 0, nullptr,
-                     0.0f, FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 50));
+                     0.0f, FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 40));
   tip("pipeline time per frame, oldest on the left");
-  if (gpu && app.copy_gbs > 0) {
-    ImGui::Text("device copy bandwidth %.0f GB/s", app.copy_gbs);
-    tip("cudaMemcpy device to device of 256 MiB (read + write), measured at start: the ceiling "
-        "the %copy column divides by");
-  }
   if (!gpu) {
     ImGui::TextWrapped("CPU mode: no kernels run, so there are no launch timings.");
     ImGui::End();
     return;
   }
-  if (ImGui::BeginTable(
-          "launches", 6,
-          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+  const bool counted = ui.counters.report.ok;
+  const int cols = counted ? 12 : 7;
+  if (ImGui::BeginTable("launches", cols,
+                        ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders |
+                            ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX)) {
     ImGui::TableSetupColumn("stage / kernel");
     ImGui::TableSetupColumn("median us");
     ImGui::TableSetupColumn("p95 us");
     ImGui::TableSetupColumn("GB/s");
     ImGui::TableSetupColumn("%copy");
+    if (counted) {
+      ImGui::TableSetupColumn("ach. occ");
+      ImGui::TableSetupColumn("DRAM MB r/w");
+      ImGui::TableSetupColumn("L2 hit");
+      ImGui::TableSetupColumn("SM / mem");
+      ImGui::TableSetupColumn("top stall");
+    }
     ImGui::TableSetupColumn("history");
+    ImGui::TableSetupColumn("ncu");
     ImGui::TableHeadersRow();
     for (size_t i = 0; i < app.view.stage_names.size(); ++i) {
       const std::string& stage = app.view.stage_names[i];
@@ -90,19 +158,53 @@ void draw_timings_panel(GuiApp& app) {
         ImGui::TableNextColumn();
         const double med = median_of(hist);
         ImGui::Text("%.2f", med);
-        tip("GPU time between this launch's CUDA event pair, median of the last 240 frames");
+        tip("GPU time between this launch's CUDA event pair, queued behind a GPU-side delay "
+            "(so the host's launch latency is not in it), median of the last 240 frames: the "
+            "figure bench prints for the same configuration and input");
         ImGui::TableNextColumn();
         ImGui::Text("%.2f", p95_of(hist));
         tip("95th percentile of the same history");
         stage_us += med, ++launches;
         ImGui::TableNextColumn();
         ImGui::TableNextColumn();
+        if (counted) {
+          const CounterValues* c = counters_of(app, key);
+          const double nan = std::nan("");
+          pct_cell(c ? c->achieved_occupancy_pct : nan,
+                   "achieved occupancy: active warps over the SM's maximum, averaged over the "
+                   "launch (sm__warps_active.avg.pct_of_peak_sustained_active); the Occupancy "
+                   "panel puts the theoretical one beside it");
+          ImGui::TableNextColumn();
+          if (c) ImGui::Text("%.2f / %.2f", c->dram_read_bytes / 1e6, c->dram_write_bytes / 1e6);
+          tip("DRAM bytes read and written by this launch (dram__bytes_read.sum, "
+              "dram__bytes_write.sum), in MB; the stage row shows the lab's bytes model beside "
+              "their sum. Little DRAM traffic means the data stayed in the L2");
+          pct_cell(c ? c->l2_hit_pct : nan, "L2 sector hit rate (lts__t_sector_hit_rate.pct)");
+          ImGui::TableNextColumn();
+          if (c) ImGui::Text("%.0f / %.0f%%", c->sm_throughput_pct, c->mem_throughput_pct);
+          tip("speed of light: SM throughput and memory throughput as percent of their peaks "
+              "(sm__throughput, gpu__compute_memory_throughput .avg.pct_of_peak_sustained_"
+              "elapsed). The higher one says what bounds the kernel");
+          ImGui::TableNextColumn();
+          if (c && !c->top_stalls.empty()) {
+            ImGui::TextUnformatted(c->top_stalls[0].words.c_str());
+            if (ImGui::IsItemHovered()) {
+              std::string t =
+                  "the top warp stall reasons, in warps stalled per issued instruction "
+                  "(smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio):";
+              for (const StallReason& st : c->top_stalls)
+                t += "\n  " + st.words + ": " + std::to_string(st.per_issue);
+              ImGui::SetTooltip("%s", t.c_str());
+            }
+          }
+        }
         ImGui::TableNextColumn();
         ImGui::PushID(key.c_str());
         ImGui::PlotLines("##h", hist.data(), int(hist.size()), 0, nullptr, 0.0f, FLT_MAX,
                          ImVec2(90, 16));
         ImGui::PopID();
         tip("this launch's GPU time over the last 240 frames, oldest on the left");
+        ImGui::TableNextColumn();
       }
       if (launches == 0 || stage_us <= 0) continue;
       const double gbs = app.view.stage_bytes[i] / (stage_us * 1e-6) / 1e9;
@@ -115,14 +217,76 @@ void draw_timings_panel(GuiApp& app) {
       ImGui::TableNextColumn();
       ImGui::TableNextColumn();
       ImGui::Text("%.0f", gbs);
-      tip("the bytes the stage must move (each input read once, each output written once) over "
-          "its median time");
+      tip("the bytes the stage must move (the lab's model: each input read once, each output "
+          "written once) over its median time");
       ImGui::TableNextColumn();
       if (app.copy_gbs > 0) {
         ImGui::Text("%.0f%%", 100 * gbs / app.copy_gbs);
-        tip("GB/s as a share of the device copy bandwidth");
+        tip("GB/s as a share of the device copy bandwidth (cudaMemcpy D2D of 256 MiB, read + "
+            "write, measured at start)");
       }
+      if (counted) {
+        double rd = 0, wr = 0;
+        const CounterRun& c = ui.counters;
+        for (size_t n = 0; n < c.launches.size() && n < c.report.ranges.size(); ++n)
+          if (c.launches[n].stage < ui.counter_stages.size() &&
+              ui.counter_stages[c.launches[n].stage] == stage)
+            rd += c.report.ranges[n].dram_read_bytes, wr += c.report.ranges[n].dram_write_bytes;
+        ImGui::TableNextColumn();
+        ImGui::TableNextColumn();
+        ImGui::Text("%.2f (model %.2f)", (rd + wr) / 1e6, app.view.stage_bytes[i] / 1e6);
+        tip("the stage's measured DRAM traffic (read + written, MB) beside the lab's bytes "
+            "model; below the model, the L2 served part of it");
+        ImGui::TableNextColumn();
+        ImGui::TableNextColumn();
+        ImGui::TableNextColumn();
+      }
+      ImGui::TableNextColumn();
+      ImGui::TableNextColumn();
+      ImGui::PushID(int(i));
+      if (ImGui::SmallButton("copy")) ImGui::SetClipboardText(ncu_line(app, i, launches).c_str());
+      ImGui::PopID();
+      tip("copy the ncu command line that profiles this stage's kernels as configured here, "
+          "with the lab's metrics (kernel-lab run --frames 1, kernels picked by the NVTX range "
+          "stage/variant/block/math)");
     }
+    ImGui::EndTable();
+  }
+  ImGui::Spacing();
+  ImGui::TextUnformatted("Not kernel time (each measured on its own)");
+  if (ImGui::BeginTable(
+          "costs", 3,
+          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableSetupColumn("cost");
+    ImGui::TableSetupColumn("median ms");
+    ImGui::TableSetupColumn("p95 ms");
+    ImGui::TableHeadersRow();
+    cost_row("upload copy (GPU)", ui.upload_dma_ms,
+             "the input frame's copy to the device, between an event pair on the copy engine "
+             "(pageable: on the compute stream), over the frames that sent one; the timed "
+             "launches start after it");
+    cost_row("upload staging (host)", ui.staging_ms,
+             "pinned upload: the host copy of the frame into page-locked memory (0 when the "
+             "source captured it page-locked); mapped: the write into zero-copy memory");
+    cost_row("enqueue (host)", ui.enqueue_ms,
+             "host time to enqueue the frame's launches; the GPU-side delay hides it, so it is "
+             "not in any launch's figure (on an idle GPU an unqueued first launch would absorb "
+             "it)");
+    cost_row("interop map", ui.map_ms,
+             "cudaGraphicsMapResources of the viewport texture and keypoint buffer (host wall "
+             "clock; it synchronises with OpenGL)");
+    cost_row("interop copy + unmap", ui.unmap_ms,
+             "the device copies into the mapped texture and buffer, cudaGraphicsUnmapResources "
+             "and the wait for them (host wall clock)");
+    cost_row("display", ui.display_ms,
+             "the whole viewport update when a result arrives: interop (or glTexSubImage2D "
+             "from the host) and the keypoint buffer, host wall clock");
+    cost_row("GL sync", ui.gl_sync_ms,
+             "the swap (window) or glFinish (headless) that ends each UI frame, host wall "
+             "clock");
+    cost_row("engine job", ui.job_ms,
+             "the whole engine job on its worker thread (host wall clock): upload, the delay "
+             "and the timed launches, the display copies, the colormap range read-back");
     ImGui::EndTable();
   }
   ImGui::End();

@@ -415,6 +415,10 @@ void display_result(GuiApp& app, const FrameResult& r) {
     done = app.interop.write(app.texture, app.staging.shown.ref(), kp ? app.kp_vbo : 0,
                              kp ? app.staging.keypoints.data() : nullptr, kp_bytes);
     if (!done) app.ui.message = "CUDA-GL interop stopped (" + app.interop.why() + "): host upload";
+    if (done) {
+      push_history(app.ui.map_ms, float(app.interop.map_ms()));
+      push_history(app.ui.unmap_ms, float(app.interop.unmap_ms()));
+    }
   } else if (r.shown.desc().width > 0) {
     upload(app, out, r.shown, {r.shown_range.lo, r.shown_range.hi});
     done = true;

@@ -15,7 +15,32 @@ __global__ void delay_kernel(unsigned long long ns) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   } while (now - start < ns);
 }
+__global__ void clock_kernel(unsigned long long ns, unsigned long long* out) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  const long long c0 = clock64();
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+  out[0] = (unsigned long long)(clock64() - c0);
+  out[1] = now - start;
+}
 }  // namespace
+
+double measure_sm_clock_mhz(cudaStream_t stream) {
+  unsigned long long* d = nullptr;
+  LAB_CUDA_CHECK(
+      cudaMallocAsync(reinterpret_cast<void**>(&d), 2 * sizeof(unsigned long long), stream));
+  clock_kernel<<<1, 1, 0, stream>>>(100000, d);  // %globaltimer may tick in 1 us steps
+  unsigned long long h[2] = {0, 0};
+  const cudaError_t launched = cudaGetLastError();
+  if (launched == cudaSuccess)
+    LAB_CUDA_CHECK(cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, stream));
+  LAB_CUDA_CHECK(cudaFreeAsync(d, stream));
+  LAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  LAB_CUDA_CHECK(launched);
+  return h[1] ? 1e3 * double(h[0]) / double(h[1]) : 0.0;
+}
 
 void enqueue_delay(cudaStream_t stream, double microseconds) {
   delay_kernel<<<1, 1, 0, stream>>>((unsigned long long)(microseconds * 1e3));

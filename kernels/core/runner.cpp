@@ -1,5 +1,8 @@
 #include "runner.h"
 
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -74,27 +77,31 @@ class Runner::Context : public LaunchContext {
     const FuncInfo& fi = m_r.func_info(func);
     const int threads = int(block.x * block.y * block.z);
     if (threads > fi.attrs.max_threads)
-      throw Error(ErrorKind::Usage, std::string(name) + ": " + std::to_string(threads) +
-                                        " threads per block; this kernel can launch at most " +
-                                        std::to_string(fi.attrs.max_threads));
+      throw Error(ErrorKind::Refused, std::string(name) + ": " + std::to_string(threads) +
+                                          " threads per block; this kernel can launch at most " +
+                                          std::to_string(fi.attrs.max_threads));
     if (grid.y > 65535 || grid.z > 65535 || grid.x == 0 || grid.y == 0 || grid.z == 0)
-      throw Error(ErrorKind::Usage, std::string(name) + ": grid " + std::to_string(grid.x) + "x" +
-                                        std::to_string(grid.y) + "x" + std::to_string(grid.z) +
-                                        " is outside CUDA's limits (y and z at most 65535)");
+      throw Error(ErrorKind::Refused, std::string(name) + ": grid " + std::to_string(grid.x) + "x" +
+                                          std::to_string(grid.y) + "x" + std::to_string(grid.z) +
+                                          " is outside CUDA's limits (y and z at most 65535)");
     const DeviceInfo& dev = device_info();
     if (fi.attrs.static_smem + smem > dev.smem_per_block)
-      throw Error(ErrorKind::Usage, std::string(name) + ": needs " +
-                                        std::to_string(fi.attrs.static_smem + smem) +
-                                        " bytes of shared memory per block, the device gives " +
-                                        std::to_string(dev.smem_per_block));
+      throw Error(ErrorKind::Refused, std::string(name) + ": needs " +
+                                          std::to_string(fi.attrs.static_smem + smem) +
+                                          " bytes of shared memory per block, the device gives " +
+                                          std::to_string(dev.smem_per_block));
     record(func, name, grid, block, smem);
   }
 
   void after_launch() override {
+    close_range();
     if (!m_r.m_untimed_launches)
       LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[m_r.m_launches.size() - 1].second, m_r.m_stream));
     LAB_CUDA_CHECK(cudaGetLastError());
   }
+
+  // A launcher that throws between before_launch and after_launch leaves no range open.
+  ~Context() override { close_range(); }
 
  private:
   void record(const void* func, const char* name, dim3 grid, dim3 block, size_t smem) {
@@ -116,11 +123,40 @@ class Runner::Context : public LaunchContext {
     // Inside a graph capture the launches are timed as a whole, by the graph's event pair.
     if (!m_r.m_untimed_launches)
       LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[n].first, m_r.m_stream));
+    nvtxRangePushA(name);
+    if (m_r.m_ranges) m_r.m_ranges->push(m_r.m_stages.at(m_stage).label() + " " + name);
+    m_open = true;
+  }
+
+  void close_range() {
+    if (!m_open) return;
+    m_open = false;
+    if (m_r.m_ranges) m_r.m_ranges->pop();
+    nvtxRangePop();
   }
 
   Runner& m_r;
   size_t m_stage;
+  bool m_open = false;
 };
+
+namespace {
+// The stage's NVTX ranges, nested as the lab names a configuration: stage / variant / block /
+// math, so that ncu's --nvtx-include "stage/variant/block/math/" selects exactly its kernels.
+struct StageRanges {
+  explicit StageRanges(const ResolvedStage& s) {
+    nvtxRangePushA(s.op->def.name.c_str());
+    nvtxRangePushA(s.variant_def().name.c_str());
+    nvtxRangePushA(s.block.str().c_str());
+    nvtxRangePushA(math_name(s.math));
+  }
+  ~StageRanges() {
+    for (int k = 0; k < 4; ++k) nvtxRangePop();
+  }
+  StageRanges(const StageRanges&) = delete;
+  StageRanges& operator=(const StageRanges&) = delete;
+};
+}  // namespace
 
 Runner::Runner(Backend backend) : m_backend(backend) {
   if (backend == Backend::Cuda) {
@@ -435,6 +471,7 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
     for (double ms : m_stage_ms) m_frame_ms += ms;
     return;
   }
+  const StageRanges ranges(s);
   Context ctx(*this, i);
   if (const auto& live = s.variant_def().live)
     launch_live(ctx, args, *live, s.op->def.params);
@@ -587,15 +624,40 @@ void Runner::run() {
   collect();
 }
 
-void Runner::run_queued(double queue_ahead_us, size_t stage, const ResolvedStage* cfg) {
+void Runner::run_queued(double queue_ahead_us, size_t stage, const ResolvedStage* cfg,
+                        bool flush_l2) {
+  if (m_backend == Backend::Cpu) {  // the references: nothing to queue, flush or collect
+    if (stage == SIZE_MAX)
+      run();
+    else
+      run_stage(stage, cfg);
+    m_enqueue_ms = 0;
+    return;
+  }
   m_launches.clear();
-  if (m_backend == Backend::Cuda) enqueue_delay(m_stream, queue_ahead_us);
+  if (queue_ahead_us > 0) enqueue_delay(m_stream, queue_ahead_us);
+  if (flush_l2) enqueue_l2_flush();
+  const auto t0 = std::chrono::steady_clock::now();
   if (stage == SIZE_MAX) {
     enqueue_all();
   } else {
     enqueue_stage(stage, cfg);
   }
+  m_enqueue_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   collect();
+}
+
+void Runner::enqueue_l2_flush() {
+  if (m_backend != Backend::Cuda) return;
+  if (!m_flush.data()) {
+    int l2 = 0;
+    LAB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_info().index));
+    m_flush = DeviceBuffer(2 * size_t(std::max(l2, 1 << 20)));
+  }
+  // A new value each time: every line of the L2 is rewritten with data not yet in it.
+  LAB_CUDA_CHECK(
+      cudaMemsetAsync(m_flush.data(), int(++m_flush_gen & 0xff), m_flush.size(), m_stream));
 }
 
 void Runner::run_stage(size_t i, const ResolvedStage* cfg) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "counters.h"
 #include "device.h"
 #include "diff.h"
 #include "occupancy.h"
@@ -110,6 +111,12 @@ class Runner {
   // Off: whole-pipeline runs record no event pair per launch, only one around the frame (what a
   // deployed pipeline pays; per-launch times are then NaN, as in graph mode). On by default.
   void set_per_launch_timing(bool on) { m_per_launch = on; }
+  bool per_launch_timing() const { return m_per_launch; }
+  // A sink that sees a named range opened around every launch the runner records (the
+  // counter collector's CUPTI ranges); null: none. NVTX ranges are always opened: the stage,
+  // variant, block and math nested (ncu --nvtx-include "blur/v6_rows16_shfl/32x8/precise/"), the
+  // kernel's name inside.
+  void set_ranges(RangeSink* sink) { m_ranges = sink; }
 
   // Sends a frame to the input slot in the upload mode (CPU backend: a host copy).
   void set_input(const HostImage& img);
@@ -132,9 +139,12 @@ class Runner {
   // Enqueue without waiting; collect() waits for the stream and reads the event times.
   // With queue_ahead, the stream is first held on the GPU for that many microseconds, so the
   // launches queue behind it and their event pairs time the kernels, not the host's launch
-  // latency (what bench does).
+  // latency (what bench does). With flush_l2, the L2 is then flushed (a write over twice its
+  // size), so the work starts DRAM-cold. Measurement (measure.h) is the one caller.
   void run_queued(double queue_ahead_us, size_t stage = SIZE_MAX,
-                  const ResolvedStage* cfg = nullptr);
+                  const ResolvedStage* cfg = nullptr, bool flush_l2 = false);
+  // Enqueues the L2 flush (a write over twice the L2's size) on the stream.
+  void enqueue_l2_flush();
   void enqueue_stage(size_t i, const ResolvedStage* cfg = nullptr);
   void collect();
 
@@ -145,6 +155,9 @@ class Runner {
   const std::vector<double>& stage_ms() const { return m_stage_ms; }
   // GPU time from the first launch's start to the last launch's end (gaps included).
   double frame_ms() const { return m_frame_ms; }
+  // Host time run_queued() took to enqueue its work (what an unqueued first launch would wait
+  // for on an idle GPU), in ms.
+  double enqueue_ms() const { return m_enqueue_ms; }
 
   HostImage read_slot(const std::string& name) const;
   // Where a slot lives (device memory with the cuda backend); valid until the next configure().
@@ -229,8 +242,11 @@ class Runner {
   std::vector<LaunchRecord> m_launches;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> m_events;
   std::vector<double> m_stage_ms;
-  double m_frame_ms = 0;
+  double m_frame_ms = 0, m_enqueue_ms = 0;
   std::map<const void*, FuncInfo> m_funcs;
+  DeviceBuffer m_flush;  // written over to evict the L2 (cold runs)
+  unsigned m_flush_gen = 0;
+  RangeSink* m_ranges = nullptr;
 };
 
 }  // namespace lab

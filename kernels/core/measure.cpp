@@ -1,0 +1,303 @@
+#include "measure.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "delay.h"
+#include "stats.h"
+
+namespace lab {
+
+double median_noise(const std::vector<double>& us) {
+  const size_t n = us.size();
+  if (n < 2) return NAN;
+  double mean = 0;
+  for (double v : us) mean += v;
+  mean /= double(n);
+  double ss = 0;
+  for (double v : us) ss += (v - mean) * (v - mean);
+  const double sd = std::sqrt(ss / double(n - 1));
+  const double med = median(us);
+  // The standard error of a median is sqrt(pi / 2) times the mean's for a normal sample.
+  return med > 0 ? 1.2533 * sd / std::sqrt(double(n)) / med : NAN;
+}
+
+Timing summarize(const std::vector<double>& us) {
+  Timing t;
+  t.n = int(us.size());
+  if (us.empty()) return t;
+  t.median_us = median(us);
+  t.p95_us = percentile(us, 95);
+  t.min_us = *std::min_element(us.begin(), us.end());
+  t.noise = median_noise(us);
+  return t;
+}
+
+bool ClockDrift::moved() const {
+  return std::isfinite(before_mhz) && std::isfinite(after_mhz) && before_mhz > 0 &&
+         std::fabs(after_mhz - before_mhz) > 0.02 * before_mhz;
+}
+
+std::string ClockDrift::note() const {
+  if (!moved()) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "the SM clock moved from %.0f to %.0f MHz during the run (boost or throttling): "
+                "the figures mix clocks",
+                before_mhz, after_mhz);
+  return buf;
+}
+
+void timed_run(Runner& r, const MeasureOptions& o, size_t stage, const ResolvedStage* cfg) {
+  r.run_queued(o.queue_ahead_us, stage, cfg, o.cold_l2);
+}
+
+namespace {
+
+double clock_now(Runner& r) {
+  return r.backend() == Backend::Cuda ? measure_sm_clock_mhz(r.stream()) : NAN;
+}
+
+// Timed runs of `one` (which appends each run's total to `total`) until the count, or the noise
+// target, is reached; returns the runs made.
+template <typename Run>
+int timed_loop(const MeasureOptions& o, std::vector<double>& total, Run&& one) {
+  const int reps = std::max(1, o.reps);
+  int k = 0;
+  for (; k < reps; ++k) {
+    one();
+    if (o.max_noise > 0 && k + 1 >= std::max(2, o.min_reps) && (k + 1) % 10 == 0) {
+      const double noise = median_noise(total);
+      if (std::isfinite(noise) && noise <= o.max_noise) return k + 1;
+    }
+  }
+  return k;
+}
+
+void take_launches(const Runner& r, std::vector<LaunchRecord>& recs,
+                   std::vector<std::vector<double>>& per_launch) {
+  const auto& L = r.launches();
+  per_launch.resize(L.size());
+  for (size_t n = 0; n < L.size(); ++n)
+    if (std::isfinite(L[n].ms)) per_launch[n].push_back(1e3 * L[n].ms);
+  recs = L;
+}
+
+Measurement finish(const std::vector<LaunchRecord>& recs,
+                   const std::vector<std::vector<double>>& per_launch,
+                   const std::vector<double>& total) {
+  Measurement m;
+  for (size_t n = 0; n < recs.size(); ++n)
+    m.launches.push_back(
+        {recs[n], summarize(n < per_launch.size() ? per_launch[n] : std::vector<double>{})});
+  m.total = summarize(total);
+  m.reps = int(total.size());
+  return m;
+}
+
+}  // namespace
+
+Measurement measure_stage(Runner& r, size_t i, const ResolvedStage& cfg, const MeasureOptions& o) {
+  for (int w = 0; w < o.warmup; ++w) r.run_stage(i, &cfg);
+  const double before = clock_now(r);
+  std::vector<LaunchRecord> recs;
+  std::vector<std::vector<double>> per_launch;
+  std::vector<double> total;
+  timed_loop(o, total, [&] {
+    timed_run(r, o, i, &cfg);
+    take_launches(r, recs, per_launch);
+    total.push_back(1e3 * r.stage_ms()[i]);
+  });
+  Measurement m = finish(recs, per_launch, total);
+  m.clock = {before, clock_now(r)};
+  return m;
+}
+
+Measurement measure_frame(Runner& r, FrameMode mode, const MeasureOptions& o) {
+  const bool graph = r.graph(), per_launch_timing = r.per_launch_timing();
+  r.set_graph(mode == FrameMode::Graph);
+  r.set_per_launch_timing(mode == FrameMode::PerLaunch);
+  Measurement m;
+  try {
+    for (int w = 0; w < o.warmup; ++w) r.run();
+    const double before = clock_now(r);
+    std::vector<LaunchRecord> recs;
+    std::vector<std::vector<double>> per_launch;
+    std::vector<double> total;
+    timed_loop(o, total, [&] {
+      timed_run(r, o);
+      take_launches(r, recs, per_launch);
+      total.push_back(1e3 * r.frame_ms());
+    });
+    m = finish(recs, per_launch, total);
+    if (mode != FrameMode::PerLaunch) m.launches.clear();  // no per-launch times exist
+    m.clock = {before, clock_now(r)};
+  } catch (...) {
+    r.set_graph(graph);
+    r.set_per_launch_timing(per_launch_timing);
+    throw;
+  }
+  r.set_graph(graph);
+  r.set_per_launch_timing(per_launch_timing);
+  return m;
+}
+
+// ---- hardware counters ----------------------------------------------------------------------
+
+namespace {
+// Forwards the runner's ranges to the collector's sink for the duration of one pass.
+struct RangeScope {
+  Runner& r;
+  RangeScope(Runner& runner, RangeSink& s) : r(runner) { r.set_ranges(&s); }
+  ~RangeScope() { r.set_ranges(nullptr); }
+};
+}  // namespace
+
+CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage, const ResolvedStage* cfg,
+                            bool cold_l2) {
+  CounterRun out;
+  if (r.backend() != Backend::Cuda) {
+    out.report.why = "counters unavailable: the CPU references are running (no kernels)";
+    return out;
+  }
+  if (!c.unavailable().empty()) {
+    out.report.why = c.unavailable();
+    return out;
+  }
+  // A graph replays without the host: its launches would open no ranges.
+  const bool graph = r.graph();
+  r.set_graph(false);
+  try {
+    out.report = c.collect([&](RangeSink& sink) {
+      if (cold_l2) r.enqueue_l2_flush();  // outside every range
+      const RangeScope scope(r, sink);
+      if (stage == SIZE_MAX)
+        r.run();
+      else
+        r.run_stage(stage, cfg);
+      out.launches = r.launches();
+    });
+  } catch (...) {
+    r.set_graph(graph);
+    throw;
+  }
+  r.set_graph(graph);
+  if (out.report.ok && out.report.ranges.size() != out.launches.size()) {
+    out.report.ok = false;
+    out.report.why = "counters: " + std::to_string(out.report.ranges.size()) + " ranges for " +
+                     std::to_string(out.launches.size()) + " launches";
+  }
+  return out;
+}
+
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : "kernel-lab";
+}
+
+namespace {
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_-./=:,@+") == std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// The shortest text that reads back as the same double.
+std::string fmt_param(double v) {
+  char buf[32];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+}  // namespace
+
+std::string ncu_command(const std::string& exe, const std::string& input_args,
+                        const std::vector<ResolvedStage>& stages, size_t stage, int launches,
+                        bool cold_l2) {
+  const ResolvedStage& s = stages.at(stage);
+  std::ostringstream cmd;
+  cmd << "ncu --clock-control none --cache-control " << (cold_l2 ? "all" : "none")
+      << " --nvtx --nvtx-include "
+      << shell_quote(s.op->def.name + "/" + s.variant_def().name + "/" + s.block.str() + "/" +
+                     math_name(s.math) + "/")
+      << " --launch-count " << std::max(1, launches) << " --metrics ";
+  const auto& metrics = counter_metrics();
+  for (size_t k = 0; k < metrics.size(); ++k) cmd << (k ? "," : "") << metrics[k];
+  cmd << " " << shell_quote(exe) << " run --frames 1 " << input_args;
+  for (const ResolvedStage& st : stages) {
+    const std::string& op = st.op->def.name;
+    if (st.variant_def().live) {
+      cmd << "  # " << op << " runs a live kernel: save it and add --kernel-file FILE --replace "
+          << op;
+      continue;
+    }
+    cmd << " --variant " << op << "=" << st.variant_def().name << " --block " << op << "="
+        << st.block.str() << " --math " << op << "=" << math_name(st.math);
+    for (const auto& [name, value] : st.params)
+      cmd << " --param " << shell_quote(op + "." + name + "=" + fmt_param(value));
+  }
+  return cmd.str();
+}
+
+// ---- checking -------------------------------------------------------------------------------
+
+std::vector<CheckResult> check_stage(Runner& r, size_t i, bool quick,
+                                     const std::function<void(const CheckResult&)>& each) {
+  const ResolvedStage configured = r.stages().at(i);
+  const DeviceInfo* dev = r.backend() == Backend::Cuda ? &device_info() : nullptr;
+  // A fused variant has its own reference (over other inputs): one per reference function.
+  std::map<ReferenceFn, std::vector<HostImage>> refs;
+  std::vector<CheckResult> out;
+  const auto& variants = configured.op->def.variants;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    std::vector<Block> blocks = variants[v].blocks;
+    if (quick) blocks = {variants[v].default_block};
+    for (const Block& b : blocks)
+      for (MathMode m : {MathMode::Precise, MathMode::Fast}) {
+        CheckResult res;
+        res.cfg = configured;
+        res.cfg.variant = v, res.cfg.block = b, res.cfg.math = m;
+        if (!refs.count(res.cfg.reference())) refs[res.cfg.reference()] = r.reference(i, &res.cfg);
+        res.why = block_refusal(variants[v], b, dev);
+        res.refused = !res.why.empty();
+        if (!res.refused) {
+          r.poison_outputs(i);
+          try {
+            r.run_stage(i, &res.cfg);
+            res.launches = r.launches();
+            res.diff = r.compare(i, refs[res.cfg.reference()], m, &res.cfg);
+          } catch (const Error& e) {
+            // A shape the variant allows but this build of the kernel cannot launch (its
+            // registers on this GPU): refused with the reason, like the checks above.
+            if (e.kind() != ErrorKind::Refused) throw;
+            res.refused = res.at_launch = true;
+            res.why = e.what();
+          }
+        }
+        if (each) each(res);
+        out.push_back(std::move(res));
+      }
+  }
+  r.run_stage(i);  // the configured variant's output feeds the next stage
+  return out;
+}
+
+StageCompare compare_stage(const Runner& r, size_t i) {
+  StageCompare c;
+  c.reference = r.reference(i);
+  c.diff = r.compare(i, c.reference, r.stages().at(i).math);
+  return c;
+}
+
+}  // namespace lab

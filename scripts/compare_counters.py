@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""The lab's hardware counters against Nsight Compute's, on the same binary and input.
+
+For each stage given, runs `kernel-lab bench --stage S --counters --json` (the lab's CUPTI range
+profiler) and the command `kernel-lab bench --print-ncu` prints for it (ncu on `run --frames 1`,
+the stage's kernels picked by their NVTX range), then compares, kernel by kernel in launch
+order, DRAM bytes read and written and achieved occupancy. Library calls (CUB) are one range in
+the lab and several kernels in ncu: they are left out. Exits 1 when a value differs by more than
+--tolerance (default 5 %) and by more than --floor bytes (default 64 KiB, so that a few stray
+sectors of a kernel that stays in the L2 do not count as a disagreement).
+
+  compare_counters.py --lab bundle/bin/kernel-lab -- --input data/box_in_scene.png --size 1280x736
+"""
+import argparse
+import csv
+import io
+import json
+import shlex
+import subprocess
+import sys
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout + p.stderr)
+        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}")
+    return p.stdout
+
+
+def lab_rows(lab, stage, args, cold):
+    out = run([lab, "bench", "--stage", stage, "--counters", "--json", "--warmup", "2",
+               "--reps", "10"] + (["--cold"] if cold else []) + args)
+    rows = []
+    for r in json.loads(out)["launches"]:
+        if r["library"] or r["total"] or "counters" not in r:
+            continue
+        c = r["counters"]
+        rows.append((r["kernel"], c["dram_read_bytes"], c["dram_write_bytes"],
+                     c["achieved_occupancy_pct"]))
+    return rows
+
+
+def ncu_rows(lab, stage, args, cold):
+    line = [l for l in run([lab, "bench", "--print-ncu", "--stage", stage] +
+                           (["--cold"] if cold else []) + args).splitlines()
+            if l.startswith("ncu ")][0]
+    cmd = shlex.split(line.split("  #")[0])
+    cmd[1:1] = ["--csv", "--print-units", "base", "--print-kernel-base", "demangled"]
+    out = run(cmd)
+    table = out[out.index('"ID"'):]
+    kernels = {}
+    order = []
+    for rec in csv.DictReader(io.StringIO(table)):
+        name = rec["Kernel Name"]
+        if "lab::" not in name:
+            continue  # CUB's kernels: one range of the lab's
+        key = rec["ID"]
+        if key not in kernels:
+            kernels[key] = {"name": name}
+            order.append(key)
+        kernels[key][rec["Metric Name"]] = float(rec["Metric Value"].replace(",", ""))
+    return [(kernels[k]["name"], kernels[k].get("dram__bytes_read.sum", float("nan")),
+             kernels[k].get("dram__bytes_write.sum", float("nan")),
+             kernels[k].get("sm__warps_active.avg.pct_of_peak_sustained_active", float("nan")))
+            for k in order], " ".join(shlex.quote(c) for c in cmd)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lab", required=True)
+    ap.add_argument("--stages", default="blur,harris,nms,topk")
+    ap.add_argument("--tolerance", type=float, default=0.05)
+    ap.add_argument("--floor", type=float, default=65536)
+    ap.add_argument("--cold", action="store_true", help="both sides with the L2 flushed")
+    ap.add_argument("args", nargs="*", help="input and configuration options (after --)")
+    a = ap.parse_args()
+    bad = 0
+    for stage in a.stages.split(","):
+        ours = lab_rows(a.lab, stage, a.args, a.cold)
+        theirs, cmd = ncu_rows(a.lab, stage, a.args, a.cold)
+        print(f"== {stage} ({'cold' if a.cold else 'warm'} L2) {' '.join(a.args)}\n   ncu: {cmd}")
+        if len(ours) != len(theirs):
+            print(f"   {len(ours)} kernels in the lab, {len(theirs)} in ncu: FAIL")
+            bad += 1
+            continue
+        for (k, rd, wr, occ), (nk, nrd, nwr, nocc) in zip(ours, theirs):
+            def cmp(x, y, floor):
+                ok = abs(x - y) <= max(a.tolerance * abs(y), floor)
+                return ok, (f"{x:.4g} vs {y:.4g} ({100 * (x / y - 1):+.1f} %)" if y else
+                            f"{x:.4g} vs {y:.4g}")
+            r = [cmp(rd, nrd, a.floor), cmp(wr, nwr, a.floor), cmp(occ, nocc, 0.5)]
+            ok = all(x[0] for x in r)
+            bad += not ok
+            print(f"   {k}: DRAM read {r[0][1]}, written {r[1][1]}, achieved occupancy "
+                  f"{r[2][1]}: {'ok' if ok else 'FAIL'}")
+    print(f"{'all within' if not bad else str(bad) + ' outside'} {100 * a.tolerance:.0f} %")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

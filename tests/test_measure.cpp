@@ -1,0 +1,171 @@
+// The measuring module (measure.h): its statistics, its stopping rule, the check loop and the
+// ncu command line, on the CPU references; the CLI options that drive it.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "delay.h"
+#include "measure.h"
+#include "support.h"
+
+using namespace lab;
+
+TEST_SUITE("cpu") {
+  TEST_CASE("measure: order statistics and the median's standard error") {
+    const Timing t = summarize({5, 1, 4, 2, 3});
+    CHECK(t.n == 5);
+    CHECK(t.median_us == 3);
+    CHECK(t.p95_us == 5);
+    CHECK(t.min_us == 1);
+    // sd of 1..5 is sqrt(2.5); 1.2533 sd / sqrt(5) / median 3.
+    CHECK(t.noise == doctest::Approx(1.2533 * std::sqrt(2.5) / std::sqrt(5.0) / 3));
+    CHECK(median_noise({7, 7, 7, 7}) == 0);
+    CHECK(std::isnan(median_noise({7})));
+    const Timing none = summarize({});
+    CHECK(none.n == 0);
+    CHECK(std::isnan(none.median_us));
+  }
+
+  TEST_CASE("measure: the SM clock note appears only when the clock moved") {
+    CHECK_FALSE(ClockDrift{1980, 1975}.moved());
+    CHECK(ClockDrift{1980, 1975}.note().empty());
+    CHECK(ClockDrift{1980, 1500}.moved());
+    CHECK(ClockDrift{1980, 1500}.note().find("1980 to 1500 MHz") != std::string::npos);
+    CHECK_FALSE(ClockDrift{}.moved());  // unknown (CPU): no note
+  }
+
+  TEST_CASE("measure: a stage on the CPU references, a fixed count or a noise target") {
+    Runner r(Backend::Cpu);
+    PipelineConfig p = default_pipeline("harris");
+    apply_size(p, "64x48");
+    HostImage in(ImageDesc{96, 64, 1, PixelType::U8});
+    for (size_t k = 0; k < in.desc().bytes(); ++k) in.bytes()[k] = uint8_t(k * 37);
+    r.configure(p, in.desc());
+    r.set_input(in);
+    r.run();
+    MeasureOptions m;
+    m.warmup = 1, m.reps = 7;
+    const Measurement fixed = measure_stage(r, 1, r.stages()[1], m);
+    CHECK(fixed.reps == 7);
+    CHECK(fixed.total.n == 7);
+    CHECK(fixed.total.median_us > 0);
+    CHECK(fixed.launches.empty());                      // the CPU references launch nothing
+    m.reps = 500, m.min_reps = 20, m.max_noise = 10.0;  // any spread meets 1000 %
+    const Measurement noisy = measure_stage(r, 1, r.stages()[1], m);
+    CHECK(noisy.reps == 20);
+    m.max_noise = 0;  // no target: every run
+    m.reps = 30;
+    CHECK(measure_frame(r, FrameMode::PerLaunch, m).reps == 30);
+  }
+
+  TEST_CASE("check loop: every variant and math mode of a stage, on the CPU references") {
+    Runner r(Backend::Cpu);
+    PipelineConfig p = default_pipeline("harris");
+    apply_size(p, "33x17");
+    HostImage in(ImageDesc{40, 30, 3, PixelType::U8});
+    for (size_t k = 0; k < in.desc().bytes(); ++k) in.bytes()[k] = uint8_t(k * 13);
+    r.configure(p, in.desc());
+    r.set_input(in);
+    r.run();
+    int seen = 0;
+    const auto results = check_stage(r, 1, true, [&](const CheckResult&) { ++seen; });
+    const size_t variants = r.stages()[1].op->def.variants.size();
+    CHECK(results.size() == 2 * variants);  // quick: one block per variant, two math modes
+    CHECK(seen == int(results.size()));
+    for (const CheckResult& c : results) {
+      CHECK_MESSAGE(c.pass(), c.cfg.label());
+      CHECK_FALSE(c.refused);
+    }
+    // The configured output was restored.
+    const StageCompare cmp = compare_stage(r, 1);
+    CHECK(cmp.diff.pass());
+    CHECK(cmp.diff.max_abs == 0);
+  }
+
+  TEST_CASE("ncu command line: the configuration's NVTX range, the lab's metrics, its flags") {
+    PipelineConfig p = default_pipeline();
+    apply_variant(p, "blur=v2_separable");
+    apply_param(p, "harris.k=0.05");
+    const auto stages = resolve(p, nullptr);
+    const std::string cmd =
+        ncu_command("/opt/kernel lab/kernel-lab", "--input x.png", stages, 1, 2);
+    const ResolvedStage& b = stages[1];
+    CHECK(cmd.rfind("ncu --clock-control none --cache-control none --nvtx --nvtx-include ", 0) ==
+          0);
+    CHECK(ncu_command("k", "", stages, 1, 1, true).find("--cache-control all") !=
+          std::string::npos);
+    CHECK(cmd.find("blur/v2_separable/" + b.block.str() + "/precise/") != std::string::npos);
+    CHECK(cmd.find("--launch-count 2") != std::string::npos);
+    CHECK(cmd.find("dram__bytes_read.sum") != std::string::npos);
+    CHECK(cmd.find("sm__warps_active.avg.pct_of_peak_sustained_active") != std::string::npos);
+    CHECK(cmd.find("'/opt/kernel lab/kernel-lab' run --frames 1 --input x.png") !=
+          std::string::npos);
+    CHECK(cmd.find("--variant blur=v2_separable") != std::string::npos);
+    CHECK(cmd.find("--param harris.k=0.05") != std::string::npos);
+    CHECK(cmd.find("--variant topk=") != std::string::npos);
+  }
+
+  TEST_CASE("bench: measurement options on the command line") {
+    const Result ncu = lab_cli("bench --print-ncu --stage blur --input synthetic:64x48");
+    CHECK(ncu.code == 0);
+    CHECK(has(ncu, "ncu --clock-control none --cache-control none --nvtx --nvtx-include blur/"));
+    CHECK(lab_cli("bench --noise 150").code == 64);
+    CHECK(lab_cli("bench --queue-ahead -5").code == 64);
+    CHECK(lab_cli("bench --min-reps 1").code == 64);
+    // No GPU in use: bench (with counters or not) says why in one line, exit 69.
+    const Result cpu = lab_cli("bench --device cpu --counters --input synthetic:64x48");
+    CHECK(cpu.code == 69);
+    CHECK(has(cpu, "no CUDA device in use"));
+  }
+}
+
+TEST_SUITE("gpu") {
+  LAB_GPU_CASE("measure: the SM clock is read on the GPU, and a cold run starts DRAM-cold") {
+    Runner r(Backend::Cuda);
+    const double mhz = measure_sm_clock_mhz(r.stream());
+    MESSAGE("SM clock " << mhz << " MHz");
+    CHECK(mhz > 300);
+    CHECK(mhz < 4000);
+    r.configure_lab(default_pipeline("access"),
+                    make_lab_inputs(*find_playground("access"), "2^20", 3));
+    MeasureOptions m;
+    m.warmup = 3, m.reps = 30;
+    const Measurement warm = measure_stage(r, 0, r.stages()[0], m);
+    m.cold_l2 = true;
+    const Measurement cold = measure_stage(r, 0, r.stages()[0], m);
+    MESSAGE("4 MiB in, 4 MiB out: warm " << warm.total.median_us << " us, cold "
+                                         << cold.total.median_us << " us");
+    CHECK(cold.total.median_us > warm.total.median_us);  // the input comes from DRAM
+    CHECK(cold.reps == 30);
+  }
+
+  LAB_GPU_CASE("counters: a copy kernel moves exactly the bytes it must (buffer >> L2)") {
+    CounterCollector c;
+    if (!c.unavailable().empty()) {  // gVisor hosts or no permission: said, not failed
+      MESSAGE("counters unavailable: " << c.unavailable());
+      return;
+    }
+    Runner r(Backend::Cuda);
+    // access/v1_coalesced: out[i] = 2 in[i] over 2^27 floats, 512 MiB read and 512 MiB written,
+    // against a 60 MB L2: DRAM must see every byte once.
+    r.configure_lab(default_pipeline("access"),
+                    make_lab_inputs(*find_playground("access"), "2^27", 3));
+    ResolvedStage s = r.stages()[0];
+    s.variant = size_t(s.op->find_variant("v1_coalesced"));
+    s.block = s.variant_def().default_block;
+    r.run_stage(0, &s);
+    const CounterRun run = collect_counters(r, c, 0, &s);
+    REQUIRE_MESSAGE(run.report.ok, run.report.why);
+    REQUIRE(run.report.ranges.size() == 1);
+    const CounterValues& v = run.report.ranges[0];
+    const double half = double(size_t(1) << 29);
+    MESSAGE("read " << v.dram_read_bytes << " B, written " << v.dram_write_bytes << " B, "
+                    << run.report.passes << " passes, " << run.report.ms << " ms; achieved "
+                    << v.achieved_occupancy_pct << " %, memory " << v.mem_throughput_pct << " %");
+    CHECK(std::fabs(v.dram_read_bytes - half) <= 0.02 * half);
+    CHECK(std::fabs(v.dram_write_bytes - half) <= 0.02 * half);
+    CHECK(std::fabs(v.dram_read_bytes + v.dram_write_bytes - r.stage_bytes(0, &s)) <=
+          0.02 * r.stage_bytes(0, &s));
+    CHECK(v.mem_throughput_pct > 50);  // a copy is bound by memory
+  }
+}

@@ -1,0 +1,273 @@
+// The GUI's engine job: one frame of the engine on a worker thread (configure, upload, the
+// timed run exactly as bench times it, the copies the viewport shows, sweeps, diffs, counters),
+// and the UI-thread side that starts jobs and takes their results. The shell (gui.cpp) calls
+// engine_frame() once per UI frame.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <future>
+
+#include "app_state.h"
+#include "measure.h"
+#include "stats.h"
+
+namespace lab::ui {
+
+// Starts the next engine job when none is running; takes a finished job's result.
+void engine_frame(GuiApp& app, bool wait) {
+  if (app.job.valid() &&
+      (wait || app.job.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
+    FrameResult r = app.job.get();
+    if (!r.error.empty()) app.ui.message = r.error;
+    app.gpu_lost = app.gpu_lost || r.gpu_lost;
+    if (r.compared) app.ui.diff = std::move(r.diff);
+    if (r.ran || r.compared) ++app.result_gen;
+    if (r.ran) {
+      // A new input shape can change the kernels (letterbox's channel count): old histories
+      // would mix with new ones.
+      if (!app.view.slots.empty() && !r.slots.empty() && r.slots[0].desc != app.view.slots[0].desc)
+        app.ui.launch_us.clear();
+      // A new timing regime (cold or warm L2) starts new histories: medians never mix them.
+      if (r.cold_l2 != app.view.cold_l2) app.ui.launch_us.clear(), app.ui.pipeline_ms.clear();
+      for (const LaunchRecord& l : r.launches)
+        if (std::isfinite(l.ms))  // NaN inside a graph: timed as a whole
+          push_history(app.ui.launch_us[r.stage_names[l.stage] + "/" + l.kernel], 1e3f * l.ms);
+      // The frame as bench's "frame" row times it: first launch's start to last launch's end
+      // (or the graph between its event pair).
+      push_history(app.ui.pipeline_ms, float(r.frame_ms));
+      if (r.lab)  // the playground's step table
+        push_history(app.ui.lab_ms[r.lab_variant][r.lab_config], float(r.frame_ms));
+      push_history(app.ui.enqueue_ms, float(r.enqueue_ms));
+      if (r.uploaded) {
+        push_history(app.ui.upload_dma_ms, float(r.upload_dma_ms));
+        push_history(app.ui.staging_ms, float(r.staging_ms));
+      }
+      if (r.counted) {
+        app.ui.counters = r.counters;
+        app.ui.counter_stages = r.stage_names;
+      }
+      ++app.frames;
+      display_result(app, r);
+      live_frame_ran(app, r);
+      if (r.uploaded) push_history(app.ui.upload_ms, float(r.upload_ms));  // frames that sent one
+      push_history(app.ui.job_ms, float(r.job_ms));
+      if (r.sweep_stage >= 0) app.ui.sweep_stage = r.sweep_stage, app.ui.sweep = r.sweep;
+      app.view = std::move(r);  // a job that failed leaves the last good frame on screen
+    }
+  }
+  if (app.job.valid() || app.gpu_lost) return;
+  JobInput in;
+  const Op* lab = playground_of(app.ui.pipeline);
+  io::Frame f;
+  // A playground computes on its generated inputs: camera frames are left in the mailbox.
+  if (!lab && app.capture->take_latest(f)) in.frame = std::move(f.image);
+  app.frame_has_input = in.frame.has_value();
+  if (lab && (app.ui.lab_dirty || app.ui.pipeline_dirty)) {
+    // New inputs only for a new playground or a new size or seed; a variant, block or math
+    // change reconfigures on the inputs already on the device.
+    if (app.ui.lab_dirty || app.ui.lab_loaded != lab->def.name) {
+      in.lab = LabRequest{app.ui.lab_size, uint64_t(app.ui.lab_seed)};
+      app.ui.lab_loaded = lab->def.name;
+    }
+    in.pipeline = app.ui.pipeline;
+    app.ui.lab_dirty = app.ui.pipeline_dirty = false;
+    app.ui.launch_us.clear();
+    app.ui.diff.clear();
+  }
+  if (!lab) app.ui.lab_loaded.clear();
+  // An image pipeline can only be configured for an input: it waits for the first frame (and,
+  // after a playground, for a camera frame: the runner's input is then the playground's).
+  const bool was_lab = !app.view.slots.empty() && app.view.lab;
+  if (!lab && app.ui.pipeline_dirty && (in.frame || (!app.view.slots.empty() && !was_lab))) {
+    in.pipeline = app.ui.pipeline;
+    app.ui.pipeline_dirty = false;
+    app.ui.launch_us.clear();
+    app.ui.diff.clear();
+  }
+  if (!app.view.slots.empty())
+    in.shown_name =
+        app.view.slots[size_t(std::min(app.ui.slot, int(app.view.slots.size()) - 1))].name;
+  if (app.ui.graph_dirty) {
+    in.graph = app.ui.graph;
+    app.ui.graph_dirty = false;
+  }
+  if (app.interop.available()) in.staging = &app.staging;
+  in.sweep_stage = app.ui.sweep_requested;
+  app.ui.sweep_requested = -1;
+  in.probe_x = app.ui.probe_x, in.probe_y = app.ui.probe_y;
+  const bool every = app.ui.compare_every > 0 && app.frames > 0 &&
+                     app.frames % uint64_t(app.ui.compare_every) == 0;
+  in.compare = app.opt.backend == Backend::Cuda && (app.ui.compare_requested || every);
+  app.ui.compare_requested = false;
+  in.measure = app.opt.measure;
+  in.measure.cold_l2 = app.ui.cold_l2;
+  if (app.ui.counters_requested) in.counters = &app.counters;
+  app.ui.counters_requested = false;
+  app.job = std::async(std::launch::async, run_job, std::ref(*app.runner), std::move(in));
+  if (wait) app.job.wait();
+}
+
+FrameResult run_job(Runner& r, JobInput in) {
+  FrameResult out;
+  const auto job_start = std::chrono::steady_clock::now();
+  try {
+    const auto slots = r.slots();
+    const PipelineConfig* want = in.pipeline ? &*in.pipeline : nullptr;
+    if (in.lab && want) {
+      // A playground: its inputs generated here, on the worker, from the size and seed.
+      const Op* op = playground_of(*want);
+      if (!op) throw Error(ErrorKind::Internal, "a playground request for an image pipeline");
+      r.configure_lab(*want, make_lab_inputs(*op, in.lab->size, in.lab->seed));
+    } else if ((want && (in.frame || !slots.empty())) ||
+               (in.frame && (slots.empty() || in.frame->desc() != slots[0].desc))) {
+      // A new pipeline, a first frame, or a frame of another size: (re)configure.
+      const ImageDesc input = in.frame ? in.frame->desc() : slots.at(0).desc;
+      r.configure(want ? *want : r.pipeline(), input);
+    }
+    if (in.graph) r.set_graph(*in.graph);
+    if (r.slots().empty()) return out;  // no frame yet
+    if (in.frame) r.set_input(*in.frame);
+    // Timed exactly as bench times a frame (measure.h): behind the queue-ahead delay, so that
+    // each launch's event pair holds the kernel alone, not the host's launch latency.
+    timed_run(r, in.measure);
+    out.enqueue_ms = r.enqueue_ms();
+    out.cold_l2 = in.measure.cold_l2;
+    if (in.frame) {
+      out.upload_dma_ms = r.upload_ms(), out.staging_ms = r.staging_ms();
+      out.upload_ms = r.upload_ms() + r.staging_ms(), out.uploaded = true;
+    }
+    if (in.counters) {  // after the timed run, never inside it
+      out.counters = collect_counters(r, *in.counters, SIZE_MAX, nullptr, in.measure.cold_l2);
+      out.counted = true;
+    }
+    out.ran = true;
+    out.lab = playground_of(r.pipeline()) != nullptr;
+    if (out.lab) {
+      const ResolvedStage& st = r.stages()[0];
+      out.lab_variant = st.variant_def().name;
+      out.lab_config = st.block.str() + " " + math_name(st.math);
+    }
+    out.frame_ms = r.frame_ms();
+    out.graph = r.graph();
+    out.slots = r.slots();
+    for (size_t i = 0; i < r.stages().size(); ++i) {
+      out.stage_names.push_back(r.stages()[i].op->def.name);
+      out.stage_bytes.push_back(r.stage_bytes(i));
+    }
+    out.stage_ms = r.stage_ms();
+    out.launches = r.launches();
+    // First shown: letterbox in the image pipeline, the result in a playground.
+    out.shown_name = !in.shown_name.empty() ? in.shown_name
+                     : out.lab              ? out.slots.back().name
+                               : out.slots.at(std::min<size_t>(1, out.slots.size() - 1)).name;
+    bool known = false;
+    for (const SlotInfo& s : out.slots) {
+      known = known || s.name == out.shown_name;
+      if (s.name == "nms") out.keypoint_space = s.desc;
+      if (s.name == "keypoints") out.keypoints_k = s.desc.width;
+    }
+    if (!known) out.shown_name = out.lab ? out.slots.back().name : out.slots[0].name;
+    const ImageRef src = display_view(r.slot_ref(out.shown_name));
+    out.shown_desc = src.desc;
+    const bool plane = src.desc.type != PixelType::U8 && src.desc.channels == 1;  // f32, u32
+    const bool device = in.staging && r.backend() == Backend::Cuda;
+    if (device && plane) {
+      // Device to device into the staging copy; 8 bytes of range and 4 of probe come back.
+      Staging& st = *in.staging;
+      const ImageDesc shown{src.desc.width, src.desc.height, 1, PixelType::F32};
+      if (st.shown.desc() != shown) st.shown = DeviceImage(shown);
+      if (!st.range.data()) st.range = DeviceBuffer(4 * sizeof(unsigned));
+      if (src.desc.type == PixelType::U32)  // widened on the device for the float texture
+        device_u32_to_f32(src, st.shown.ref(), r.stream());
+      else
+        LAB_CUDA_CHECK(cudaMemcpy2DAsync(st.shown.data(), st.shown.pitch(), src.data, src.pitch,
+                                         src.desc.row_bytes(), size_t(src.desc.height),
+                                         cudaMemcpyDeviceToDevice, r.stream()));
+      out.shown_range =
+          device_min_max(st.shown.ref(), 0, r.stream(), static_cast<unsigned*>(st.range.data()));
+      out.shown_on_device = true;
+      if (in.probe_x >= 0 && in.probe_y >= 0 && in.probe_x < src.desc.width &&
+          in.probe_y < src.desc.height) {
+        LAB_CUDA_CHECK(cudaMemcpy(&out.probe_value,
+                                  static_cast<const char*>(st.shown.data()) +
+                                      size_t(in.probe_y) * st.shown.pitch() +
+                                      size_t(in.probe_x) * sizeof(float),
+                                  sizeof(float), cudaMemcpyDeviceToHost));
+        out.probe_x = in.probe_x, out.probe_y = in.probe_y;
+      }
+    } else {
+      out.shown = r.read_slot(out.shown_name);
+      const Range rg = auto_range(display_view(out.shown.ref()));
+      out.shown_range = {rg.lo, rg.hi};
+    }
+    if (out.keypoints_k > 0) {
+      const ImageRef kp = r.slot_ref("keypoints");
+      if (out.shown_on_device) {  // written together with the texture (one map / unmap)
+        Staging& st = *in.staging;
+        if (st.keypoints.desc() != kp.desc) st.keypoints = DeviceImage(kp.desc);
+        LAB_CUDA_CHECK(cudaMemcpyAsync(st.keypoints.data(), kp.data, kp.desc.row_bytes(),
+                                       cudaMemcpyDeviceToDevice, r.stream()));
+        out.keypoint_max = device_min_max(st.keypoints.ref(), 2, r.stream(),
+                                          static_cast<unsigned*>(st.range.data()) + 2)
+                               .hi;
+        out.keypoints_on_device = true;
+      } else {
+        out.keypoints = r.read_slot("keypoints");
+        const auto v = out.keypoints.view<float>();
+        for (int i = 0; i < v.width; ++i)
+          out.keypoint_max = std::max(out.keypoint_max, v.at(i, 0, 2));
+      }
+    }
+    if (in.sweep_stage >= 0 && size_t(in.sweep_stage) < r.stages().size() &&
+        r.backend() == Backend::Cuda && !r.skipped(size_t(in.sweep_stage))) {
+      const size_t i = size_t(in.sweep_stage);
+      const ResolvedStage base = r.stages()[i];
+      for (const Block& b : base.variant_def().blocks) {
+        if (!block_refusal(base.variant_def(), b, &device_info()).empty()) continue;
+        ResolvedStage cfg = base;
+        cfg.block = b;
+        try {
+          MeasureOptions m = in.measure;
+          m.warmup = 3, m.reps = 15;  // a sweep of many shapes inside one UI frame
+          const Measurement meas = measure_stage(r, i, cfg, m);
+          SweepPoint pt{b, meas.total.median_us, 0};
+          if (!meas.launches.empty() && meas.launches[0].rec.func)
+            pt.occupancy = meas.launches[0].rec.est.occupancy;
+          out.sweep.push_back(pt);
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::Refused) throw;  // refused at launch: not a point
+        }
+      }
+      out.sweep_stage = in.sweep_stage;
+      r.run_stage(i);  // the configured block's output again
+    }
+    if (in.compare) {
+      for (size_t i = 0; i < r.stages().size(); ++i) {
+        if (r.skipped(i)) continue;  // fused away or disabled: nothing of its own to diff
+        if (!r.stages()[i].reference()) continue;  // a live kernel added as a stage
+        StageDiff d;
+        d.stage = r.stages()[i].op->def.name;
+        StageCompare c = compare_stage(r, i);
+        d.reference = std::move(c.reference);
+        d.stats = c.diff;
+        for (const auto& name : r.stages()[i].op->def.outputs)
+          d.output.push_back(r.read_slot(name));
+        out.diff.push_back(std::move(d));
+      }
+      out.compared = true;
+    }
+    out.job_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job_start)
+            .count();
+  } catch (const CudaError& e) {
+    out.error = e.what();
+    out.gpu_lost = e.sticky();
+  } catch (const Error& e) {
+    out.error = e.what();  // the previous configuration stays in the runner
+  } catch (const std::exception& e) {
+    out.error = std::string("internal error: ") + e.what();  // shown, and the UI goes on
+  }
+  return out;
+}
+
+}  // namespace lab::ui

@@ -1,0 +1,71 @@
+#include "headless_gl.h"
+
+#include <stb/stb_image_write.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "check.h"
+
+namespace lab::ui {
+
+HeadlessGl::HeadlessGl(int width, int height) : w(width), h(height) {
+  if (epoxy_has_egl_extension(EGL_NO_DISPLAY, "EGL_EXT_platform_device") &&
+      epoxy_has_egl_extension(EGL_NO_DISPLAY, "EGL_EXT_device_enumeration")) {
+    EGLDeviceEXT devices[8];
+    EGLint n = 0;
+    if (eglQueryDevicesEXT(8, devices, &n) && n > 0)
+      display = eglGetPlatformDisplayEXT(EGL_PLATFORM_DEVICE_EXT, devices[0], nullptr);
+  }
+  if (display == EGL_NO_DISPLAY &&
+      epoxy_has_egl_extension(EGL_NO_DISPLAY, "EGL_MESA_platform_surfaceless"))
+    display = eglGetPlatformDisplayEXT(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, nullptr);
+  if (display == EGL_NO_DISPLAY) display = eglGetDisplay(EGL_DEFAULT_DISPLAY);
+  EGLint major = 0, minor = 0;
+  if (display == EGL_NO_DISPLAY || !eglInitialize(display, &major, &minor))
+    throw Error(ErrorKind::Unavailable,
+                "headless: no EGL display (install libegl-mesa0, or "
+                "the NVIDIA driver's EGL)");
+  eglBindAPI(EGL_OPENGL_API);
+  const EGLint ctx_attr[] = {EGL_CONTEXT_MAJOR_VERSION,
+                             3,
+                             EGL_CONTEXT_MINOR_VERSION,
+                             3,
+                             EGL_CONTEXT_OPENGL_PROFILE_MASK,
+                             EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT,
+                             EGL_NONE};
+  context = eglCreateContext(display, EGL_NO_CONFIG_KHR, EGL_NO_CONTEXT, ctx_attr);
+  if (context == EGL_NO_CONTEXT ||
+      !eglMakeCurrent(display, EGL_NO_SURFACE, EGL_NO_SURFACE, context))
+    throw Error(ErrorKind::Unavailable, "headless: cannot create an OpenGL 3.3 context on EGL");
+  glGenFramebuffers(1, &fbo);
+  glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+  glGenTextures(1, &color);
+  glBindTexture(GL_TEXTURE_2D, color);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, w, h, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+  glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, color, 0);
+  if (glCheckFramebufferStatus(GL_FRAMEBUFFER) != GL_FRAMEBUFFER_COMPLETE)
+    throw Error(ErrorKind::Unavailable, "headless: the offscreen framebuffer is incomplete");
+}
+
+HeadlessGl::~HeadlessGl() {
+  if (fbo) glDeleteFramebuffers(1, &fbo);
+  if (color) glDeleteTextures(1, &color);
+  if (context != EGL_NO_CONTEXT) eglDestroyContext(display, context);
+  if (display != EGL_NO_DISPLAY) eglTerminate(display);
+}
+
+void write_screenshot(const std::string& path, int w, int h) {
+  std::vector<uint8_t> px(size_t(w) * h * 4);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+  std::vector<uint8_t> flipped(px.size());
+  for (int y = 0; y < h; ++y)
+    std::copy(px.begin() + size_t(h - 1 - y) * w * 4, px.begin() + size_t(h - y) * w * 4,
+              flipped.begin() + size_t(y) * w * 4);
+  if (!stbi_write_png(path.c_str(), w, h, 4, flipped.data(), w * 4))
+    throw Error(ErrorKind::CantCreate, "cannot write the screenshot " + path);
+}
+
+}  // namespace lab::ui

@@ -1,0 +1,30 @@
+// A headless OpenGL 3.3 core context (EGL, no window) rendering into an offscreen framebuffer:
+// how the GUI runs, and is tested, without a display, on Mesa and on the NVIDIA driver alike.
+#pragma once
+
+#include <epoxy/egl.h>
+#include <epoxy/gl.h>
+
+#include <string>
+
+namespace lab::ui {
+
+// A GL 3.3 core context with no window: the NVIDIA driver's EGL device platform when there is
+// one, else Mesa's surfaceless platform, else the default display. Throws Error(Unavailable).
+struct HeadlessGl {
+  EGLDisplay display = EGL_NO_DISPLAY;
+  EGLContext context = EGL_NO_CONTEXT;
+  GLuint fbo = 0, color = 0;
+  int w = 0, h = 0;
+
+  HeadlessGl(int width, int height);
+  ~HeadlessGl();
+  HeadlessGl(const HeadlessGl&) = delete;
+  HeadlessGl& operator=(const HeadlessGl&) = delete;
+};
+
+// Reads the bound framebuffer (bottom-up in GL) and writes it top-down as PNG; throws
+// Error(CantCreate).
+void write_screenshot(const std::string& path, int w, int h);
+
+}  // namespace lab::ui
