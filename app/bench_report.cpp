@@ -131,6 +131,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
                                {"math", r.math},
                                {"kernel", r.kernel},
                                {"total", r.total},
+                               {"in_frame", r.in_frame},
                                {"library", r.library},
                                {"median_us", r.median_us},
                                {"p95_us", r.p95_us},
@@ -177,7 +178,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
            "local_bytes,blocks_per_sm,occupancy,limiter,orin_occupancy,orin_limiter,model_bytes,"
            "orin_estimate_us,noise,reps,achieved_occupancy_pct,dram_read_bytes,dram_write_bytes,"
            "l2_hit_pct,sm_throughput_pct,mem_throughput_pct,stall1,stall1_per_issue,stall2,"
-           "stall2_per_issue,stall3,stall3_per_issue\n";
+           "stall2_per_issue,stall3,stall3_per_issue,in_frame\n";
     for (const auto& r : rows) {
       out << r.stage << "," << r.variant << "," << r.block << "," << r.math << ",\"" << r.kernel
           << "\"," << r.median_us << "," << r.p95_us << "," << r.gbs << "," << r.pct_copy << ","
@@ -200,7 +201,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
       } else {
         out << ",,,,,,,,,,,,";
       }
-      out << "\n";
+      out << "," << (r.in_frame ? 1 : 0) << "\n";
     }
     return;
   }
@@ -214,7 +215,13 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
       "GFLOP/s", "%ceil", "orin_us~", "regs", "smem", "local", "blk", "occ", "limiter", "orin",
       "orin_lim");
   out << line;
+  bool frame_heading = false;
   for (const auto& r : rows) {
+    if (r.in_frame && !frame_heading) {
+      frame_heading = true;
+      out << "each launch inside the whole frame (stage by stage, an event pair per launch: what "
+             "the GUI's Timings panel shows):\n";
+    }
     const bool one = r.gbs > 0;
     const std::string gb = one ? fmt("%.1f", r.gbs) : "-";
     const std::string pc = one ? fmt("%.1f%%", r.pct_copy) : "-";

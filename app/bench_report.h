@@ -16,6 +16,7 @@ struct BenchRow {
   double pct_copy_same = 0;  // of a copy moving the same bytes (same cache regime)
   bool total = false;        // the stage's total over several launches
   bool library = false;      // a library call (CUB): its own launches, no occupancy of ours
+  bool in_frame = false;     // timed inside the whole pipeline's frame (what the GUI shows)
   double gflops = 0;         // arithmetic rate (ops with a FLOP count: matmul); 0: none
   double pct_ceiling = -1;   // percent of the ceiling variant's rate (cuBLAS, CUB); -1: none
   double model_bytes = 0;  // the bytes the stage must move (the lab's model); 0: per launch unknown

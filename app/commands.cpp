@@ -22,6 +22,7 @@
 #include "app/io/npy.h"
 #include "live.h"
 #include "measure.h"
+#include "paths.h"
 #include "stats.h"
 
 namespace lab::app {
@@ -305,6 +306,8 @@ int cmd_list(const ListOptions& o) {
                 << "]" << (p.integer ? " (integer)" : "") << ": " << p.help << "\n";
   }
   std::cout << "(* default variant / block)\n";
+  const std::string examples = examples_dir();
+  std::cout << "live-kernel examples: " << (examples.empty() ? "(not found)" : examples) << "\n";
   return 0;
 }
 
@@ -444,7 +447,7 @@ std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double cop
       if (meas.clock.moved()) notes.push_back(cfg.label() + ": " + meas.clock.note());
       CounterRun cr;
       if (counters) {
-        cr = collect_counters(r, *counters, i, &cfg, m.cold_l2);
+        cr = collect_counters(r, *counters, i, &cfg);
         if (!cr.report.ok) throw Error(ErrorKind::Unavailable, cr.report.why);
         notes.push_back(cfg.label() + ": counters in " + std::to_string(cr.report.passes) +
                         " passes, " + fmt("%.0f ms", cr.report.ms));
@@ -503,7 +506,8 @@ std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double cop
 // and the GUI see), stage by stage with one pair around the frame (what an application pays),
 // and replayed as one CUDA graph.
 std::vector<FrameTiming> bench_frames(Runner& r, const MeasureOptions& m,
-                                      std::vector<std::string>& notes) {
+                                      std::vector<std::string>& notes,
+                                      std::vector<BenchRow>& in_frame) {
   std::vector<FrameTiming> frames = {
       {"frame", "stage by stage, an event pair per launch, first start to last end"},
       {"frame_stream", "stage by stage, one event pair around the frame"},
@@ -511,6 +515,16 @@ std::vector<FrameTiming> bench_frames(Runner& r, const MeasureOptions& m,
   const FrameMode modes[] = {FrameMode::PerLaunch, FrameMode::Stream, FrameMode::Graph};
   for (size_t k = 0; k < frames.size(); ++k) {
     const Measurement meas = measure_frame(r, modes[k], m);
+    // Each launch inside the whole frame: the figures the GUI's Timings panel shows (a stage
+    // alone, above, keeps its input and output in the L2 from run to run; in the frame, the
+    // other stages' data compete with them).
+    for (const LaunchTiming& l : meas.launches) {
+      BenchRow row = bench_row(r.stages()[l.rec.stage], l.rec.kernel);
+      row.in_frame = true;
+      row.median_us = l.t.median_us, row.p95_us = l.t.p95_us, row.noise = l.t.noise;
+      row.reps = l.t.n, row.rec = l.rec, row.library = l.rec.func == nullptr;
+      in_frame.push_back(row);
+    }
     frames[k].median_us = meas.total.median_us;
     frames[k].p95_us = meas.total.p95_us;
     if (meas.clock.moved())
@@ -607,7 +621,7 @@ int print_ncu(const CommonOptions& c, const BenchOptions& o) {
                "bound for multi-kernel library calls)\n";
   for (size_t i = 0; i < stages.size(); ++i) {
     if (!selected(o.stages, stages[i].op->def.name)) continue;
-    std::cout << ncu_command(self_executable(), input, stages, i, 16, o.measure.cold_l2) << "\n";
+    std::cout << ncu_command(self_executable(), input, stages, i, 16) << "\n";
   }
   return 0;
 }
@@ -666,9 +680,11 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
     write_report(o, rows, copy_gbs, header.str(), {}, story);
     return 0;
   }
-  std::vector<FrameTiming> frames = bench_frames(r, m, notes);
+  std::vector<BenchRow> in_frame;
+  std::vector<FrameTiming> frames = bench_frames(r, m, notes, in_frame);
   for (FrameTiming& f : bench_uploads(*s, o)) frames.push_back(std::move(f));
   for (const std::string& n : notes) header << "note: " << n << "\n";
+  for (BenchRow& row : in_frame) rows.push_back(std::move(row));
   write_report(o, rows, copy_gbs, header.str(), frames, "");
   return 0;
 }

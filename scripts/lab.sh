@@ -6,10 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-cmake --preset default >/dev/null
+cmake --preset default -DLAB_WITH_GUI="$LAB_WITH_GUI" >/dev/null
 cmake --build --preset default
 if [ $# -eq 0 ]; then
-  if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  if [ "$LAB_WITH_GUI" = OFF ]; then
+    echo "lab.sh: built without the GUI (see above): running 'kernel-lab check'" >&2
+    set -- check
+  elif [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
     set -- gui
   else
     echo "lab.sh: no display: running 'kernel-lab check' (the GUI runs headless with: build/kernel-lab gui --headless --frames 60 --screenshot out.png)" >&2

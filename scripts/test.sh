@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-cmake --preset default
+cmake --preset default -DLAB_WITH_GUI="$LAB_WITH_GUI"
 cmake --build --preset default
 ctest --preset default "$@"

@@ -308,33 +308,6 @@ TEST_SUITE("gpu") {
     CHECK(r.compare(1, r.reference(1, &s), lab::MathMode::Precise, &s).pass());
   }
 
-  LAB_GPU_CASE("cli: exit 1 for a kernel out of tolerance, 70 for one that faults") {
-    const fs::path d = temp_dir("codes");
-    {
-      std::ofstream f(d / "off.cu");  // writes every pixel, one unit off the reference
-      f << "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
-           "  const int x = lab_x(), y = lab_y();\n"
-           "  if (!inside(out[0], x, y)) return;\n"
-           "  out[0].at(x, y) = in[0].at(x, y) + 1.0f;\n"
-           "}\n";
-    }
-    {
-      std::ofstream f(d / "fault.cu");  // a store through a null pointer: a sticky CUDA error
-      f << "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
-           "  reinterpret_cast<float*>(8)[lab_x()] = 1.0f;\n"
-           "}\n";
-    }
-    const std::string common =
-        "check --pipeline harris --input synthetic:64x48 --size 64x48 "
-        "--stage blur --quick --replace blur --kernel-file ";
-    const Result off = lab_cli(common + (d / "off.cu").string());
-    CHECK(off.code == 1);
-    CHECK(has(off, "FAIL"));
-    const Result fault = lab_cli(common + (d / "fault.cu").string());
-    CHECK(fault.code == 70);
-    fs::remove_all(d);
-  }
-
   LAB_GPU_CASE("live: a kernel added as a new stage reads a slot and writes 'user'") {
     const std::string src =
         "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"

@@ -1,5 +1,7 @@
 // The measuring module (measure.h): its statistics, its stopping rule, the check loop and the
 // ncu command line, on the CPU references; the CLI options that drive it.
+#include <cuda_runtime_api.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -90,10 +92,7 @@ TEST_SUITE("cpu") {
     const std::string cmd =
         ncu_command("/opt/kernel lab/kernel-lab", "--input x.png", stages, 1, 2);
     const ResolvedStage& b = stages[1];
-    CHECK(cmd.rfind("ncu --clock-control none --cache-control none --nvtx --nvtx-include ", 0) ==
-          0);
-    CHECK(ncu_command("k", "", stages, 1, 1, true).find("--cache-control all") !=
-          std::string::npos);
+    CHECK(cmd.rfind("ncu --clock-control none --cache-control all --nvtx --nvtx-include ", 0) == 0);
     CHECK(cmd.find("blur/v2_separable/" + b.block.str() + "/precise/") != std::string::npos);
     CHECK(cmd.find("--launch-count 2") != std::string::npos);
     CHECK(cmd.find("dram__bytes_read.sum") != std::string::npos);
@@ -108,7 +107,7 @@ TEST_SUITE("cpu") {
   TEST_CASE("bench: measurement options on the command line") {
     const Result ncu = lab_cli("bench --print-ncu --stage blur --input synthetic:64x48");
     CHECK(ncu.code == 0);
-    CHECK(has(ncu, "ncu --clock-control none --cache-control none --nvtx --nvtx-include blur/"));
+    CHECK(has(ncu, "--cache-control all --nvtx --nvtx-include blur/"));
     CHECK(lab_cli("bench --noise 150").code == 64);
     CHECK(lab_cli("bench --queue-ahead -5").code == 64);
     CHECK(lab_cli("bench --min-reps 1").code == 64);
@@ -163,9 +162,11 @@ TEST_SUITE("gpu") {
                     << run.report.passes << " passes, " << run.report.ms << " ms; achieved "
                     << v.achieved_occupancy_pct << " %, memory " << v.mem_throughput_pct << " %");
     CHECK(std::fabs(v.dram_read_bytes - half) <= 0.02 * half);
-    CHECK(std::fabs(v.dram_write_bytes - half) <= 0.02 * half);
-    CHECK(std::fabs(v.dram_read_bytes + v.dram_write_bytes - r.stage_bytes(0, &s)) <=
-          0.02 * r.stage_bytes(0, &s));
-    CHECK(v.mem_throughput_pct > 50);  // a copy is bound by memory
+    // Writes inside the range are the write-backs the L2 makes before the kernel ends: all of
+    // the output but what is still dirty in the L2 at its end, at most the L2's size.
+    int l2 = 0;
+    REQUIRE(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_info().index) == 0);
+    CHECK(v.dram_write_bytes <= 1.02 * half);
+    CHECK(v.dram_write_bytes >= half - double(l2));
   }
 }

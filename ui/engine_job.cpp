@@ -137,7 +137,7 @@ FrameResult run_job(Runner& r, JobInput in) {
       out.upload_ms = r.upload_ms() + r.staging_ms(), out.uploaded = true;
     }
     if (in.counters) {  // after the timed run, never inside it
-      out.counters = collect_counters(r, *in.counters, SIZE_MAX, nullptr, in.measure.cold_l2);
+      out.counters = collect_counters(r, *in.counters);
       out.counted = true;
     }
     out.ran = true;

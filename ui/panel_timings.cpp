@@ -66,8 +66,7 @@ std::string ncu_line(const GuiApp& app, size_t i, int launches) {
     if (p.stages.size() == default_pipeline("harris").stages.size()) input += " --pipeline harris";
   }
   try {
-    return ncu_command(self_executable(), input, resolve(p, &device_info()), i, launches,
-                       app.ui.cold_l2);
+    return ncu_command(self_executable(), input, resolve(p, &device_info()), i, launches);
   } catch (const Error& e) {
     return std::string("# ") + e.what();
   }

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <map>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -357,9 +358,17 @@ class CuptiBackend final : public CounterBackend {
                       " ranges (raise max_ranges)";
       return;
     }
+    // CUPTI is handed a short id ("r7"), the same string object for the same name in every
+    // pass: it keeps the pointer rather than a copy, and a long name (over ~60 characters) came
+    // back cut and counted as a new range in each pass. evaluate() gives the names back.
+    auto it = m_range_ids.find(name);
+    if (it == m_range_ids.end()) {
+      it = m_range_ids.emplace(name, "r" + std::to_string(m_range_ids.size())).first;
+      m_range_names[it->second] = name;
+    }
     LAB_PARAMS(CUpti_RangeProfiler_PushRange_Params, p);
     p.pRangeProfilerObject = m_profiler;
-    p.pRangeName = name.c_str();
+    p.pRangeName = it->second.c_str();
     m_range_error = check(m_api.cuptiRangeProfilerPushRange(&p), "cuptiRangeProfilerPushRange");
     if (!m_range_error.empty()) return;
     if (m_depth == 0) ++m_ranges;
@@ -403,7 +412,9 @@ class CuptiBackend final : public CounterBackend {
       name.rangeIndex = r;
       name.delimiter = "/";
       LAB_CUPTI_TRY(cuptiProfilerHostGetRangeName, name);
-      names.push_back(name.pRangeName ? name.pRangeName : "");
+      const std::string id = name.pRangeName ? name.pRangeName : "";
+      const auto full = m_range_names.find(id);
+      names.push_back(full != m_range_names.end() ? full->second : id);
       std::free(const_cast<char*>(name.pRangeName));  // CUPTI's malloc'd copy, ours to free
 
       LAB_PARAMS(CUpti_Profiler_Host_EvaluateToGpuValues_Params, eval);
@@ -448,6 +459,8 @@ class CuptiBackend final : public CounterBackend {
     m_kept.clear();
     m_names.clear();
     m_name_ptrs.clear();
+    m_range_names.clear();
+    m_range_ids.clear();
     m_config.clear();
     m_data.clear();
   }
@@ -590,6 +603,8 @@ class CuptiBackend final : public CounterBackend {
   size_t m_metric_count = 0;
   std::vector<size_t> m_kept;        // indices into the caller's metrics that this chip has
   std::vector<std::string> m_names;  // their names
+  std::map<std::string, std::string> m_range_ids;    // a range's name -> its id for CUPTI
+  std::map<std::string, std::string> m_range_names;  // id -> name
   std::vector<const char*> m_name_ptrs;
   std::vector<uint8_t> m_config, m_data;
   bool m_in_pass = false;

@@ -154,12 +154,15 @@ namespace {
 struct RangeScope {
   Runner& r;
   RangeScope(Runner& runner, RangeSink& s) : r(runner) { r.set_ranges(&s); }
-  ~RangeScope() { r.set_ranges(nullptr); }
+  ~RangeScope() {
+    r.set_ranges(nullptr);
+    r.set_flush_before_launch(false);
+  }
 };
 }  // namespace
 
-CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage, const ResolvedStage* cfg,
-                            bool cold_l2) {
+CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage,
+                            const ResolvedStage* cfg) {
   CounterRun out;
   if (r.backend() != Backend::Cuda) {
     out.report.why = "counters unavailable: the CPU references are running (no kernels)";
@@ -174,7 +177,7 @@ CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage, const 
   r.set_graph(false);
   try {
     out.report = c.collect([&](RangeSink& sink) {
-      if (cold_l2) r.enqueue_l2_flush();  // outside every range
+      r.set_flush_before_launch(true);  // outside each range (RangeScope turns it off)
       const RangeScope scope(r, sink);
       if (stage == SIZE_MAX)
         r.run();
@@ -187,10 +190,17 @@ CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage, const 
     throw;
   }
   r.set_graph(graph);
+  // Seen on the H200 (driver 580, CUPTI 13.0): the first work submitted after a range-profiler
+  // session can be dropped (a poisoned output came back untouched). One short kernel, waited
+  // for, takes that place before any stage runs again.
+  measure_sm_clock_mhz(r.stream());
   if (out.report.ok && out.report.ranges.size() != out.launches.size()) {
+    std::string names;
+    for (size_t k = 0; k < out.report.ranges.size() && k < 40; ++k)
+      names += (k ? "; " : "") + out.report.ranges[k].range;
     out.report.ok = false;
     out.report.why = "counters: " + std::to_string(out.report.ranges.size()) + " ranges for " +
-                     std::to_string(out.launches.size()) + " launches";
+                     std::to_string(out.launches.size()) + " launches (" + names + ")";
   }
   return out;
 }
@@ -223,17 +233,23 @@ std::string fmt_param(double v) {
 }  // namespace
 
 std::string ncu_command(const std::string& exe, const std::string& input_args,
-                        const std::vector<ResolvedStage>& stages, size_t stage, int launches,
-                        bool cold_l2) {
+                        const std::vector<ResolvedStage>& stages, size_t stage, int launches) {
   const ResolvedStage& s = stages.at(stage);
   std::ostringstream cmd;
-  cmd << "ncu --clock-control none --cache-control " << (cold_l2 ? "all" : "none")
-      << " --nvtx --nvtx-include "
+  cmd << "ncu --clock-control none --cache-control all --nvtx --nvtx-include "
       << shell_quote(s.op->def.name + "/" + s.variant_def().name + "/" + s.block.str() + "/" +
                      math_name(s.math) + "/")
       << " --launch-count " << std::max(1, launches) << " --metrics ";
-  const auto& metrics = counter_metrics();
-  for (size_t k = 0; k < metrics.size(); ++k) cmd << (k ? "," : "") << metrics[k];
+  // Jetson Orin's GPU (GA10B, sm_87) has no dram__ metrics, and ncu refuses a command that names
+  // one it lacks.
+  const DeviceInfo& d = device_info();
+  const bool orin = d.present && d.major == 8 && d.minor == 7;
+  bool first = true;
+  for (const std::string& m : counter_metrics()) {
+    if (orin && m.rfind("dram__", 0) == 0) continue;
+    cmd << (first ? "" : ",") << m;
+    first = false;
+  }
   cmd << " " << shell_quote(exe) << " run --frames 1 " << input_args;
   for (const ResolvedStage& st : stages) {
     const std::string& op = st.op->def.name;

@@ -83,19 +83,20 @@ struct CounterRun {
   CounterReport report;
   std::vector<LaunchRecord> launches;  // report.ranges[n] belongs to launches[n]
 };
-// With cold_l2, every pass starts with the L2 flushed (as ncu's default --cache-control all
-// does before each kernel); without, the work runs L2-warm, as it does in the timed runs.
+// Counters are DRAM-cold, whatever the timings were: the L2 is flushed before every launch,
+// outside its range, as ncu does by default (--cache-control all). Their DRAM bytes are then
+// what the launch must fetch and write, comparable with the lab's bytes model and with ncu.
+// (CUPTI's passes disturb the L2 between replays anyway: warm counters would not be warm.)
 CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage = SIZE_MAX,
-                            const ResolvedStage* cfg = nullptr, bool cold_l2 = false);
+                            const ResolvedStage* cfg = nullptr);
 
 // The command line that profiles stage `stage`'s kernels of this configuration with ncu and the
 // lab's metrics: `exe run --frames 1` on the same input (`input_args`: "--input F --size WxH",
 // or "--lab NAME --size S --seed N"), its kernels picked by the runner's NVTX ranges, the caches
-// flushed before each kernel when cold (ncu's default), left alone when warm. A live kernel
-// cannot be named on a command line: the line then says so.
+// flushed before each kernel as the lab's counters are. A live kernel cannot be named on a
+// command line: the line then says so.
 std::string ncu_command(const std::string& exe, const std::string& input_args,
-                        const std::vector<ResolvedStage>& stages, size_t stage, int launches,
-                        bool cold_l2 = false);
+                        const std::vector<ResolvedStage>& stages, size_t stage, int launches);
 // This executable's path (/proc/self/exe), for ncu_command.
 std::string self_executable();
 

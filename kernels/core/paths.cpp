@@ -22,4 +22,15 @@ std::string xdg_dir(const char* var, const char* fallback, const std::string& su
   return dir.string();
 }
 
+std::string examples_dir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const std::filesystem::path bin = exe.parent_path();
+  for (const auto& d :
+       {bin / ".." / "share" / "kernel-lab" / "examples", bin / ".." / "examples" / "kernels"})
+    if (std::filesystem::is_directory(d, ec)) return d.string();
+  return "";
+}
+
 }  // namespace lab

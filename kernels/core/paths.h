@@ -9,4 +9,10 @@ namespace lab {
 // ("XDG_CONFIG_HOME", ".config"); created if missing (a failure shows when a file is written).
 std::string xdg_dir(const char* var, const char* fallback, const std::string& sub = "");
 
+// The live-kernel examples, found from this executable's place, so that an installed lab and
+// one run from its build folder both find theirs with no path into the source tree:
+// <bin>/../share/kernel-lab/examples (installed), else <build>/../examples/kernels (the source
+// tree beside a build folder); "" when neither exists.
+std::string examples_dir();
+
 }  // namespace lab

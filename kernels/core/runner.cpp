@@ -112,6 +112,7 @@ class Runner::Context : public LaunchContext {
     rec.grid = grid;
     rec.block = block;
     rec.dyn_smem = smem;
+    if (m_r.m_flush_each) m_r.enqueue_l2_flush();
     const size_t n = m_r.m_launches.size();
     while (m_r.m_events.size() <= n) {
       cudaEvent_t a, b;
@@ -654,10 +655,9 @@ void Runner::enqueue_l2_flush() {
     int l2 = 0;
     LAB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_info().index));
     m_flush = DeviceBuffer(2 * size_t(std::max(l2, 1 << 20)));
+    LAB_CUDA_CHECK(cudaMemsetAsync(m_flush.data(), 0, m_flush.size(), m_stream));  // once
   }
-  // A new value each time: every line of the L2 is rewritten with data not yet in it.
-  LAB_CUDA_CHECK(
-      cudaMemsetAsync(m_flush.data(), int(++m_flush_gen & 0xff), m_flush.size(), m_stream));
+  enqueue_read_flush(m_stream, m_flush.data(), m_flush.size());
 }
 
 void Runner::run_stage(size_t i, const ResolvedStage* cfg) {

@@ -117,6 +117,9 @@ class Runner {
   // variant, block and math nested (ncu --nvtx-include "blur/v6_rows16_shfl/32x8/precise/"), the
   // kernel's name inside.
   void set_ranges(RangeSink* sink) { m_ranges = sink; }
+  // Flush the L2 before every recorded launch, outside its event pair and range (cold
+  // counters, measure.h); off by default.
+  void set_flush_before_launch(bool on) { m_flush_each = on; }
 
   // Sends a frame to the input slot in the upload mode (CPU backend: a host copy).
   void set_input(const HostImage& img);
@@ -139,11 +142,11 @@ class Runner {
   // Enqueue without waiting; collect() waits for the stream and reads the event times.
   // With queue_ahead, the stream is first held on the GPU for that many microseconds, so the
   // launches queue behind it and their event pairs time the kernels, not the host's launch
-  // latency (what bench does). With flush_l2, the L2 is then flushed (a write over twice its
+  // latency (what bench does). With flush_l2, the L2 is then flushed (a read over twice its
   // size), so the work starts DRAM-cold. Measurement (measure.h) is the one caller.
   void run_queued(double queue_ahead_us, size_t stage = SIZE_MAX,
                   const ResolvedStage* cfg = nullptr, bool flush_l2 = false);
-  // Enqueues the L2 flush (a write over twice the L2's size) on the stream.
+  // Enqueues the L2 flush (a read over twice the L2's size: only clean lines stay) on the stream.
   void enqueue_l2_flush();
   void enqueue_stage(size_t i, const ResolvedStage* cfg = nullptr);
   void collect();
@@ -245,8 +248,8 @@ class Runner {
   double m_frame_ms = 0, m_enqueue_ms = 0;
   std::map<const void*, FuncInfo> m_funcs;
   DeviceBuffer m_flush;  // written over to evict the L2 (cold runs)
-  unsigned m_flush_gen = 0;
   RangeSink* m_ranges = nullptr;
+  bool m_flush_each = false;
 };
 
 }  // namespace lab
