@@ -1,4 +1,4 @@
-#include "app/bench_report.h"
+#include "bench_report.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "app/commands.h"
+#include "commands.h"
 #include "runner.h"
 
 namespace lab::app {

@@ -1,12 +1,12 @@
 // Command-line parsing (CLI11) and the mapping of failures to sysexits codes.
-#include "app/cli.h"
+#include "cli.h"
 
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <new>
 
-#include "app/commands.h"
+#include "commands.h"
 #include "check.h"
 #if defined(LAB_WITH_GUI)
 #include "gui.h"
@@ -45,6 +45,19 @@ constexpr const char* kFooter =
     "69 no CUDA device (--device cuda), 70 internal or CUDA error, 73 cannot create output,\n"
     "74 I/O error.";
 
+// Unsigned options: CLI11 would read "-1" as 2^64 - 1 (a pixel cap switched off, a seed that
+// is not the one typed). A sign, or anything but digits, is refused (exit 64).
+CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+          return "must be a whole number of 0 or more, not '" + s + "'";
+        if (s.size() > 19) return "'" + s + "' is too large";
+        return "";
+      },
+      "UINT");
+}
+
 void add_common(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option(
          "--input,-i", o.input,
@@ -74,7 +87,8 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
                   "letterbox output size WxH (default 1280x736); for a playground its problem "
                   "size (matmul MxNxK, reduce/scan/sort/access/branch N or 2^k, transpose WxH)");
   cmd->add_option("--seed", o.seed, "seed of a playground's generated inputs")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(non_negative());
   cmd->add_option("--kernel-file", o.kernel_file,
                   "a live kernel (CUDA source, compiled with NVRTC; its options in a '// @lab' "
                   "line; see `kernel-lab copy`) to run as the --replace stage's variant 'user'");
@@ -85,12 +99,20 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
                   "(zero-copy)")
       ->check(CLI::IsMember({"auto", "pageable", "pinned", "mapped"}))
       ->capture_default_str();
+  cmd->add_option("--preset", o.preset,
+                  "a preset file (JSON, as the GUI saves them): the pipeline the other options "
+                  "then edit; one the lab cannot use warns and gives the defaults");
   cmd->add_option("--variant", o.variants, "STAGE=NAME, e.g. blur=v2_separable (repeatable)");
   cmd->add_option("--block", o.blocks, "STAGE=WxH, e.g. blur=16x16 (repeatable)");
   cmd->add_option("--math", o.maths, "precise, fast, or STAGE=precise|fast (repeatable)");
   cmd->add_option("--param", o.params, "STAGE.NAME=VALUE, e.g. harris.k=0.05 (repeatable)");
   cmd->add_option("--max-pixels", o.max_pixels, "refuse input images larger than this")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(non_negative())
+      ->check(CLI::Range(size_t(1), size_t(1) << 40));
+  cmd->add_flag("--accept-truncated", o.accept_truncated,
+                "decode a PNG or JPEG that ends before its end marker (a warning names it) "
+                "instead of refusing it (exit 65)");
 }
 
 }  // namespace
@@ -258,6 +280,7 @@ int run_cli(int argc, char** argv) {
       if (gui_o.kernel_file.empty() != gui_o.replace.empty())
         throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");
       gui_o.max_pixels = gui_c.max_pixels;
+      gui_o.accept_truncated = gui_c.accept_truncated;
       gui_o.graph = gui_c.graph;
       gui_o.upload =
           gui_o.backend == Backend::Cuda ? pick_upload(gui_c.upload) : UploadMode::Pageable;

@@ -1,5 +1,5 @@
 // list, check, bench, run: thin loops over the registry and the runner.
-#include "app/commands.h"
+#include "commands.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,13 +16,14 @@
 #include <set>
 #include <sstream>
 
-#include "app/bench_report.h"
-#include "app/io/capture.h"
-#include "app/io/frame_source.h"
-#include "app/io/npy.h"
+#include "bench_report.h"
+#include "capture.h"
+#include "frame_source.h"
+#include "npy.h"
 #include "live.h"
 #include "measure.h"
 #include "paths.h"
+#include "presets.h"
 #include "stats.h"
 
 namespace lab::app {
@@ -33,8 +34,20 @@ bool selected(const std::vector<std::string>& only, const std::string& name) {
   return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
 }
 
-void check_stage_names(const std::vector<std::string>& names) {
-  for (const auto& n : names) find_op(n);  // throws Usage for an unknown stage
+// Every --stage must name a stage of the pipeline that runs (not only an op the lab knows).
+void check_stage_names(const std::vector<std::string>& names, const CommonOptions& c) {
+  if (names.empty()) return;
+  const PipelineConfig p = build_pipeline(c);
+  std::string known;
+  for (const StageConfig& s : p.stages) known += (known.empty() ? "" : ", ") + s.op;
+  for (const auto& n : names) {
+    find_op(n);  // throws Usage for a name the lab does not know at all
+    bool found = false;
+    for (const StageConfig& s : p.stages) found = found || s.op == n;
+    if (!found)
+      throw Error(ErrorKind::Usage,
+                  "--stage " + n + ": not a stage of this pipeline (its stages: " + known + ")");
+  }
 }
 
 std::string device_line(Backend b) {
@@ -103,6 +116,7 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
   set_frame_memory_pinned(upload == UploadMode::Pinned);
   io::SourceOptions so;
   so.max_pixels = c.max_pixels;
+  so.accept_truncated = c.accept_truncated;
   auto source = io::open_source(c.input, so);
   size_t skipped = 0;
   HostImage in = next_frame(*source, skipped).image;
@@ -202,6 +216,16 @@ int cmd_copy(const CopyOptions& o) {
 
 PipelineConfig build_pipeline(const CommonOptions& o) {
   PipelineConfig p = default_pipeline(o.pipeline);
+  if (!o.preset.empty()) {
+    // A preset the lab cannot use warns and gives the defaults, as in the GUI; a preset that
+    // is not there at all is a missing input.
+    std::error_code ec;
+    if (!std::filesystem::exists(o.preset, ec))
+      throw Error(ErrorKind::NoInput, "--preset " + o.preset + ": no such file");
+    const PresetLoad loaded = load_preset(o.preset, p);
+    if (!loaded.warning.empty()) std::cerr << "kernel-lab: warning: " << loaded.warning << "\n";
+    p = loaded.pipeline;
+  }
   // A playground's size is its problem size (make_lab_inputs), not the letterbox's.
   if (!o.size.empty() && !playground_of(p)) apply_size(p, o.size);
   for (const auto& s : o.variants) apply_variant(p, s);
@@ -314,7 +338,7 @@ int cmd_list(const ListOptions& o) {
 // ---- check -----------------------------------------------------------------------------------
 
 int cmd_check(const CommonOptions& c, const CheckOptions& o) {
-  check_stage_names(o.stages);
+  check_stage_names(o.stages, c);
   auto s = open_session(c);
   Runner& r = s->runner;
   std::cout << device_line(r.backend()) << "\ninput: " << s->describe() << "\n";
@@ -628,7 +652,7 @@ int print_ncu(const CommonOptions& c, const BenchOptions& o) {
 }  // namespace
 
 int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
-  check_stage_names(o.stages);
+  check_stage_names(o.stages, c);
   if (o.print_ncu) return print_ncu(c, o);
   auto s = open_session(c);
   Runner& r = s->runner;
@@ -812,6 +836,7 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     // A camera runs on its own thread; the pipeline takes the newest frame, as the GUI does.
     io::SourceOptions so;
     so.max_pixels = c.max_pixels;
+    so.accept_truncated = c.accept_truncated;
     std::unique_ptr<io::FrameSource> first = std::move(s->source);
     io::Capture cap([&]() -> std::unique_ptr<io::FrameSource> {
       if (first) return std::move(first);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "app/io/image_source.h"
+#include "image_source.h"
 #include "measure.h"
 #include "pipeline.h"
 #include "runner.h"
@@ -20,6 +20,7 @@ struct CommonOptions {
   std::string device = "auto";         // auto | cpu | cuda
   std::string size;                    // letterbox output WxH, or a playground's problem size
   std::string pipeline = "keypoints";  // a named pipeline (pipeline_names()), or a playground
+  std::string preset;                  // a preset file: the pipeline the other options edit
   uint64_t seed = 1;                   // a playground's generated inputs
   std::string kernel_file;             // a live kernel (NVRTC) ...
   std::string replace;                 // ... replacing this stage's kernel (variant "user")
@@ -27,6 +28,7 @@ struct CommonOptions {
   std::string upload = "auto";         // auto | pageable | pinned | mapped
   std::vector<std::string> variants, blocks, maths, params;
   size_t max_pixels = io::kDefaultMaxPixels;
+  bool accept_truncated = false;  // decode truncated PNG/JPEG files, with a warning
 };
 
 struct ListOptions {

@@ -1,5 +1,5 @@
 // kernel-lab: one executable; subcommands share the headless engine in kernels/.
-#include "app/cli.h"
+#include "cli.h"
 
 int main(int argc, char** argv) {
   return lab::app::run_cli(argc, argv);

@@ -21,6 +21,9 @@ import subprocess
 import sys
 
 
+EXTRA = []  # extra ncu options (--ncu-option)
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -46,7 +49,7 @@ def ncu_rows(lab, stage, args):
     line = [l for l in run([lab, "bench", "--print-ncu", "--stage", stage] + args).splitlines()
             if l.startswith("ncu ")][0]
     cmd = shlex.split(line.split("  #")[0])
-    cmd[1:1] = ["--csv", "--print-units", "base", "--print-kernel-base", "demangled"]
+    cmd[1:1] = ["--csv", "--print-units", "base", "--print-kernel-base", "demangled"] + EXTRA
     out = run(cmd)
     table = out[out.index('"ID"'):]
     kernels = {}
@@ -72,8 +75,11 @@ def main():
     ap.add_argument("--stages", default="blur,harris,nms,topk")
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--floor", type=float, default=65536)
+    ap.add_argument("--ncu-option", action="append", default=[],
+                    help="an extra ncu option, e.g. --ncu-option=--replay-mode=application")
     ap.add_argument("args", nargs="*", help="input and configuration options (after --)")
     a = ap.parse_args()
+    EXTRA.extend(a.ncu_option)
     bad = 0
     for stage in a.stages.split(","):
         ours = lab_rows(a.lab, stage, a.args)

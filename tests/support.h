@@ -28,9 +28,12 @@ struct Result {
   std::string out;
 };
 
-inline Result lab_cli(const std::string& args) {
+// With `limit_s`, the command is stopped after that many seconds (exit 124): a test of input
+// that once hung the lab fails instead of hanging the suite.
+inline Result lab_cli(const std::string& args, int limit_s = 0) {
   const char* env = std::getenv("LAB_CLI");  // a bundle run on another machine
-  const std::string cmd = std::string(env && *env ? env : LAB_CLI_PATH) + " " + args + " 2>&1";
+  const std::string cmd = (limit_s > 0 ? "timeout " + std::to_string(limit_s) + " " : "") +
+                          std::string(env && *env ? env : LAB_CLI_PATH) + " " + args + " 2>&1";
   Result r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);

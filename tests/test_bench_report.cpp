@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "app/bench_report.h"
+#include "bench_report.h"
 #include "support.h"
 
 using namespace lab;

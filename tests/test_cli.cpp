@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "app/io/image_source.h"
-#include "app/io/npy.h"
+#include "image_source.h"
+#include "npy.h"
 #include "runner.h"
 #include "support.h"
 

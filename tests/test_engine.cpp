@@ -4,8 +4,9 @@
 #include <limits>
 #include <set>
 
-#include "app/io/image_source.h"
+#include "image_source.h"
 #include "support.h"
+#include "live.h"
 #include "runner.h"
 #include "stats.h"
 
@@ -74,6 +75,27 @@ TEST_SUITE("cpu") {
       }
     }
     CHECK_THROWS_AS(find_op("nope"), Error);
+  }
+
+  TEST_CASE("registry: ops.def gives the pipelines, the live stages and the sweeps' sizes") {
+    const PipelineConfig k = default_pipeline("keypoints"), h = default_pipeline("harris");
+    std::vector<std::string> ks, hs;
+    for (const StageConfig& s : k.stages) ks.push_back(s.op);
+    for (const StageConfig& s : h.stages) hs.push_back(s.op);
+    CHECK(ks == std::vector<std::string>{"letterbox", "blur", "sobel", "harris", "nms", "topk",
+                                         "sample", "l2norm"});
+    CHECK(hs == std::vector<std::string>{"letterbox", "blur", "sobel", "harris"});
+    for (const Op& op : registry()) {
+      INFO(op.def.name);
+      if (op.def.lab_inputs) {  // a playground: a pipeline of its own, odd sizes to sweep
+        CHECK(op.pipelines == 0u);
+        CHECK(op.test_sizes.size() >= 3);
+        for (const std::string& size : op.test_sizes) CHECK_NOTHROW(make_lab_inputs(op, size, 1));
+      } else {
+        CHECK(op.pipelines != 0u);
+      }
+      CHECK(live_refusal(op).empty() == op.live);
+    }
   }
 
   TEST_CASE("parameters: decode, defaults, validation") {

@@ -1,4 +1,4 @@
-// Tests for app/io: .npy round trips, image loading and its errors, the synthetic scene.
+// Tests for io/: .npy round trips, image loading and its errors, the synthetic scene.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -23,8 +23,8 @@
 #include <opencv2/imgcodecs.hpp>
 #endif
 
-#include "app/io/image_source.h"
-#include "app/io/npy.h"
+#include "image_source.h"
+#include "npy.h"
 #include "support.h"
 #include "check.h"
 #include "image.h"

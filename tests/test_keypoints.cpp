@@ -10,7 +10,7 @@
 #include <map>
 #include <memory>
 
-#include "app/io/image_source.h"
+#include "image_source.h"
 #include "support.h"
 #include "runner.h"
 

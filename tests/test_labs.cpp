@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "app/io/npy.h"
+#include "npy.h"
 #include "measure.h"
 #include "runner.h"
 #include "support.h"
@@ -19,8 +19,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kLabs = {"matmul",    "reduce", "scan",  "sort",
-                                        "transpose", "access", "branch"};
+// Every playground the registry has: a new one joins these tests by its line in ops.def.
+const std::vector<std::string> kLabs = [] {
+  std::vector<std::string> v;
+  for (const lab::Op& op : lab::registry())
+    if (op.def.lab_inputs) v.push_back(op.def.name);
+  return v;
+}();
 
 // The op's CPU reference on the given inputs (its first output).
 lab::HostImage reference(const std::string& name, std::vector<lab::HostImage> in,
@@ -59,10 +64,9 @@ std::vector<T> values(const lab::HostImage& img) {
 }
 
 // Odd sizes for each playground: 1 element, not multiples of any block or tile, and larger.
+// The odd sizes ops.def gives the playground.
 std::vector<std::string> odd_sizes(const std::string& lab) {
-  if (lab == "matmul") return {"1x1x1", "17x13x5", "33x65x129", "1000x999x64", "256x256x256"};
-  if (lab == "transpose") return {"1x1", "17x13", "1000x999", "64x64", "4099x33"};
-  return {"1", "17", "1000", "4099", "1000999"};
+  return lab::find_op(lab).test_sizes;
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "app/io/frame_source.h"
+#include "frame_source.h"
 #include "live.h"
 #include "runner.h"
 #include "support.h"
@@ -99,6 +99,33 @@ TEST_SUITE("cpu") {
     CHECK(!d[1].error);
     CHECK(d[2].line == 0);  // in a lab header: named in the message
     CHECK(d[2].message.find("blur_kernels.cuh(40)") == 0);
+    // A name with brackets of its own: the longest prefix is the file, as before.
+    const auto n = lab::parse_nvrtc_log("dir(1)/user_kernel.cu(7): error: x\n");
+    REQUIRE(n.size() == 1);
+    CHECK(n[0].message == "dir(1)/user_kernel.cu(7): x");
+  }
+
+  TEST_CASE("live: a 30,000-character line is parsed, not a stack overflow (issue 15)") {
+    // NVRTC echoes the offending source line into its log; a recursive regex once recursed
+    // once per character of it.
+    const std::string long_line(30000, 'x');
+    const auto d = lab::parse_nvrtc_log("user_kernel.cu(2): error: identifier \"" + long_line +
+                                        "\" is undefined\n  " + long_line + "\n  ^\n");
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].line == 2);
+    CHECK(d[0].message.size() > 30000);
+    // And end to end: the file compiles (or not) and the lab says so with a code, not a signal.
+    const fs::path dir = temp_dir("long");
+    {
+      std::ofstream f(dir / "long.cu");
+      f << "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n  int " << long_line
+        << " = q;\n}\n";
+    }
+    const Result r = lab_cli("check --device cpu --pipeline harris --kernel-file " +
+                             (dir / "long.cu").string() + " --replace blur");
+    CHECK(r.code == 65);
+    CHECK(has(r, "long.cu:2: error:"));
+    fs::remove_all(dir);
   }
 
   TEST_CASE("live: compiles without a GPU; errors at the right line; the previous build stays") {

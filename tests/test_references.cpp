@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "app/io/image_source.h"
+#include "image_source.h"
 #include "support.h"
 #include "registry.h"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "app/io/frame_source.h"
-#include "app/io/image_source.h"
+#include "frame_source.h"
+#include "image_source.h"
 #include "support.h"
 #include "measure.h"
 #include "runner.h"

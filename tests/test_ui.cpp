@@ -1,4 +1,4 @@
-// The GUI's logic (colormaps, presets) and the GUI itself, rendered headless through EGL and,
+// The GUI's logic (colormaps) and the GUI itself, rendered headless through EGL and,
 // when xvfb-run is there, in a real window under Xvfb.
 #include <stb/stb_image.h>
 
@@ -13,11 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "app/io/image_source.h"
-#include "app/io/npy.h"
+#include "image_source.h"
+#include "npy.h"
 #include "app_state.h"
 #include "colormap.h"
-#include "presets.h"
 #include "probe.h"
 #include "measure.h"
 #include "runner.h"
@@ -252,40 +251,6 @@ TEST_SUITE("cpu") {
     bgr.bytes()[0] = 10, bgr.bytes()[1] = 20, bgr.bytes()[2] = 30;
     CHECK(ui::to_rgba(bgr.ref(), {}, ui::Colormap::Gray)[0] == 0xFF0A141Eu);
     CHECK(ui::to_rgba(r.ref(), a, ui::Colormap::Gray).size() == 10);
-  }
-
-  TEST_CASE("presets: round trip, corrupt, newer, invalid") {
-    PipelineConfig p = default_pipeline();
-    apply_variant(p, "blur=v3_smem_tile");
-    apply_block(p, "blur=16x16");
-    apply_math(p, "sobel=fast");
-    apply_param(p, "harris.k=0.06");
-    const ui::PresetLoad back = ui::preset_from_json(ui::preset_to_json(p));
-    CHECK(back.warning.empty());
-    REQUIRE(back.pipeline.stages.size() == p.stages.size());
-    CHECK(back.pipeline.stages[1].variant == "v3_smem_tile");
-    CHECK(back.pipeline.stages[1].block == Block{16, 16});
-    CHECK(back.pipeline.stages[2].math == MathMode::Fast);
-    CHECK(back.pipeline.stages[3].params.at("k") == doctest::Approx(0.06));
-
-    for (const char* bad :
-         {"{", "[]", "{\"schema\": 1}", "{\"schema\": 1, \"pipeline\": [{\"op\": \"nope\"}]}",
-          "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"variant\": \"v9\"}]}",
-          "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"block\": \"64x32\"}]}"}) {
-      INFO(bad);
-      const ui::PresetLoad r = ui::preset_from_json(bad);
-      CHECK(!r.warning.empty());
-      CHECK(r.pipeline.stages.size() == default_pipeline().stages.size());  // the defaults
-    }
-    const ui::PresetLoad newer = ui::preset_from_json("{\"schema\": 99, \"pipeline\": []}");
-    CHECK(newer.warning.find("newer") != std::string::npos);
-
-    const fs::path f =
-        fs::temp_directory_path() / ("lab_preset_" + std::to_string(::getpid()) + ".json");
-    ui::save_preset(f.string(), p);
-    CHECK(ui::load_preset(f.string()).warning.empty());
-    fs::remove(f);
-    CHECK(ui::load_preset(f.string()).warning.find("no preset") != std::string::npos);
   }
 
   TEST_CASE("probe and occupancy curve") {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "app/io/capture.h"
+#include "capture.h"
 #include "colormap.h"
 #include "diff.h"
 #include "gui.h"

@@ -21,7 +21,7 @@
 #include <fstream>
 #include <vector>
 
-#include "app/io/npy.h"
+#include "npy.h"
 #include "app_state.h"
 #include "headless_gl.h"
 #include "measure.h"
@@ -106,6 +106,7 @@ void init_imgui(float scale, bool persist_layout) {
 void open_input(GuiApp& app, const std::string& spec) {
   io::SourceOptions so;
   so.max_pixels = app.opt.max_pixels;
+  so.accept_truncated = app.opt.accept_truncated;
   app.capture.reset();  // stop the old source first: a camera can be opened by one reader only
   app.capture = std::make_unique<io::Capture>([spec, so] { return io::open_source(spec, so); });
   app.opt.input = spec;

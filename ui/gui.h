@@ -16,6 +16,7 @@ struct GuiOptions {
   std::string input = "synthetic";
   Backend backend = Backend::Cpu;
   size_t max_pixels = 100'000'000;
+  bool accept_truncated = false;  // decode truncated PNG/JPEG files, with a warning
   bool headless = false;
   int frames = 0;          // stop after this many frames; 0: run until the window closes
   std::string screenshot;  // write the last frame's pixels here as PNG

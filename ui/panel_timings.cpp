@@ -260,32 +260,41 @@ void draw_timings_panel(GuiApp& app) {
     ImGui::TableSetupColumn("median ms");
     ImGui::TableSetupColumn("p95 ms");
     ImGui::TableHeadersRow();
-    cost_row("upload copy (GPU)", ui.upload_dma_ms,
-             "the input frame's copy to the device, between an event pair on the copy engine "
-             "(pageable: on the compute stream), over the frames that sent one; the timed "
-             "launches start after it");
-    cost_row("upload staging (host)", ui.staging_ms,
-             "pinned upload: the host copy of the frame into page-locked memory (0 when the "
-             "source captured it page-locked); mapped: the write into zero-copy memory");
-    cost_row("enqueue (host)", ui.enqueue_ms,
-             "host time to enqueue the frame's launches; the GPU-side delay hides it, so it is "
-             "not in any launch's figure (on an idle GPU an unqueued first launch would absorb "
-             "it)");
-    cost_row("interop map", ui.map_ms,
-             "cudaGraphicsMapResources of the viewport texture and keypoint buffer (host wall "
-             "clock; it synchronises with OpenGL)");
-    cost_row("interop copy + unmap", ui.unmap_ms,
-             "the device copies into the mapped texture and buffer, cudaGraphicsUnmapResources "
-             "and the wait for them (host wall clock)");
-    cost_row("display", ui.display_ms,
-             "the whole viewport update when a result arrives: interop (or glTexSubImage2D "
-             "from the host) and the keypoint buffer, host wall clock");
-    cost_row("GL sync", ui.gl_sync_ms,
-             "the swap (window) or glFinish (headless) that ends each UI frame, host wall "
-             "clock");
-    cost_row("engine job", ui.job_ms,
-             "the whole engine job on its worker thread (host wall clock): upload, the delay "
-             "and the timed launches, the display copies, the colormap range read-back");
+    // Each a history of its own: a name, its samples, and what it is.
+    struct Cost {
+      const char* name;
+      std::vector<float> UiState::*hist;
+      const char* what;
+    };
+    static const Cost costs[] = {
+        {"upload copy (GPU)", &UiState::upload_dma_ms,
+         "the input frame's copy to the device, between an event pair on the copy engine "
+         "(pageable: on the compute stream), over the frames that sent one; the timed "
+         "launches start after it"},
+        {"upload staging (host)", &UiState::staging_ms,
+         "pinned upload: the host copy of the frame into page-locked memory (0 when the "
+         "source captured it page-locked); mapped: the write into zero-copy memory"},
+        {"enqueue (host)", &UiState::enqueue_ms,
+         "host time to enqueue the frame's launches; the GPU-side delay hides it, so it is "
+         "not in any launch's figure (on an idle GPU an unqueued first launch would absorb "
+         "it)"},
+        {"interop map", &UiState::map_ms,
+         "cudaGraphicsMapResources of the viewport texture and keypoint buffer (host wall "
+         "clock; it synchronises with OpenGL)"},
+        {"interop copy + unmap", &UiState::unmap_ms,
+         "the device copies into the mapped texture and buffer, cudaGraphicsUnmapResources "
+         "and the wait for them (host wall clock)"},
+        {"display", &UiState::display_ms,
+         "the whole viewport update when a result arrives: interop (or glTexSubImage2D "
+         "from the host) and the keypoint buffer, host wall clock"},
+        {"GL sync", &UiState::gl_sync_ms,
+         "the swap (window) or glFinish (headless) that ends each UI frame, host wall "
+         "clock"},
+        {"engine job", &UiState::job_ms,
+         "the whole engine job on its worker thread (host wall clock): upload, the delay "
+         "and the timed launches, the display copies, the colormap range read-back"},
+    };
+    for (const Cost& c : costs) cost_row(c.name, ui.*c.hist, c.what);
     ImGui::EndTable();
   }
   ImGui::End();

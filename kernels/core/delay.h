@@ -7,8 +7,9 @@ namespace lab {
 // Occupies `stream` for about `microseconds` (one thread spinning on the GPU's global timer).
 void enqueue_delay(cudaStream_t stream, double microseconds);
 
-// Reads `bytes` of `buf` (a device buffer, written once) on `stream`: with twice the L2's size,
-// it leaves the L2 holding only clean lines of `buf` (DRAM-cold runs).
+// Reads `bytes` of `buf` (a device buffer, 128-byte aligned, written once) on `stream`, then
+// discards its lines: with twice the L2's size, every dirty line is written back and the L2 is
+// left empty (on sm_80+; before, it holds clean lines of `buf`). DRAM-cold runs.
 void enqueue_read_flush(cudaStream_t stream, const void* buf, size_t bytes);
 
 // The SM clock in MHz: clock64() cycles over %globaltimer nanoseconds, counted by one thread

@@ -148,22 +148,49 @@ std::vector<std::string> live_nvrtc_options(const LiveOptions& o) {
   return v;
 }
 
+namespace {
+// "name(12): error ...: message" -> name, 12, error, message. The file name is the longest prefix
+// that fits (as the greedy pattern ^(.*)\((\d+)\): (error|warning)[^:]*: (.*)$ would take it),
+// found by a scan that is linear in the line: a log line can be as long as a line of source
+// (NVRTC echoes it), and a recursive regex overflowed the stack on a 30,000-character one.
+bool parse_log_line(const std::string& line, std::string& file, int& number, bool& error,
+                    std::string& message) {
+  for (size_t open = line.rfind('('); open != std::string::npos && open > 0;
+       open = line.rfind('(', open - 1)) {
+    size_t i = open + 1, digits = 0;
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i, ++digits;
+    if (digits == 0 || digits > 9 || line.compare(i, 3, "): ") != 0) continue;
+    const size_t kind = i + 3;
+    const bool is_error = line.compare(kind, 5, "error") == 0;
+    if (!is_error && line.compare(kind, 7, "warning") != 0) continue;
+    const size_t colon = line.find(": ", kind);
+    if (colon == std::string::npos) continue;
+    file = line.substr(0, open);
+    number = std::atoi(line.substr(open + 1, digits).c_str());
+    error = is_error;
+    message = line.substr(colon + 2);
+    return true;
+  }
+  return false;
+}
+}  // namespace
+
 std::vector<LiveDiagnostic> parse_nvrtc_log(const std::string& log) {
   // "user_kernel.cu(12): error: identifier "q" is undefined"
   // "user_kernel.cu(3): warning #177-D: variable "x" was declared but never referenced"
-  static const std::regex line_re(R"(^(.*)\((\d+)\): (error|warning)[^:]*: (.*)$)");
   std::vector<LiveDiagnostic> out;
   std::istringstream in(log);
-  std::string line;
+  std::string line, file, message;
+  int number = 0;
+  bool error = false;
   while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_match(line, m, line_re)) {
+    if (parse_log_line(line, file, number, error, message)) {
       LiveDiagnostic d;
       // A message inside one of the lab's headers is reported at line 0 with the header named.
-      const bool user = m[1].str() == kFileName;
-      d.line = user ? std::atoi(m[2].str().c_str()) : 0;
-      d.error = m[3].str() == "error";
-      d.message = user ? m[4].str() : m[1].str() + "(" + m[2].str() + "): " + m[4].str();
+      const bool user = file == kFileName;
+      d.line = user ? number : 0;
+      d.error = error;
+      d.message = user ? message : file + "(" + std::to_string(number) + "): " + message;
       out.push_back(std::move(d));
     } else if (line.find("error") != std::string::npos && line.find(": ") != std::string::npos &&
                line.rfind("At end of source", 0) == 0) {
@@ -260,14 +287,17 @@ LiveKernel::LiveKernel(LiveBuild build) : m_build(std::move(build)) {
 std::string live_refusal(const Op& op) {
   if (op.def.inputs.size() > 4 || op.def.outputs.size() > 4)
     return op.def.name + " has more than 4 inputs or outputs";
-  // A fused variant's optional inputs (nms's reliability?) are not offered to a live kernel.
-  static const char* const planes[] = {"blur",      "sobel",  "harris", "nms",
-                                       "transpose", "access", "branch"};
-  for (const char* p : planes)
-    if (op.def.name == p) return "";
-  return op.def.name +
-         " does not read and write float planes only (live kernels take blur, sobel, harris, "
-         "nms, transpose, access and branch)";
+  // ops.def says which ops read and write float planes only (a fused variant's optional
+  // inputs, nms's reliability?, are not offered to a live kernel).
+  bool live = op.live;
+  std::string takes;
+  for (const Op& o : registry()) {
+    if (o.def.name == op.def.name) live = live || o.live;
+    if (o.live) takes += (takes.empty() ? "" : ", ") + o.def.name;
+  }
+  if (live) return "";
+  return op.def.name + " does not read and write float planes only (live kernels take " + takes +
+         ")";
 }
 
 void launch_live(LaunchContext& ctx, const StageArgs& a, const LiveKernel& k,

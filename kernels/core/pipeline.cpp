@@ -56,11 +56,9 @@ std::vector<std::string> pipeline_names() {
 PipelineConfig default_pipeline(const std::string& name) {
   PipelineConfig p;
   if (name == "keypoints" || name == "harris") {
-    for (const Op& op : registry()) {
-      if (op.def.lab_inputs) break;  // the playgrounds follow the image pipeline's stages
-      p.stages.push_back(stage_config(op.def.name));
-      if (name == "harris" && op.def.name == "harris") break;
-    }
+    const unsigned want = name == "keypoints" ? LAB_KEYPOINTS : LAB_HARRIS;
+    for (const Op& op : registry())
+      if (op.pipelines & want) p.stages.push_back(stage_config(op.def.name));
     return p;
   }
   for (const Op& op : registry())

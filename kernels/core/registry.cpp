@@ -1,47 +1,25 @@
 #include "registry.h"
 
 namespace lab {
+// Each op file defines <name>_op() in both math passes (kernels/core/ops.def lists them).
+#define LAB_OP(name, ...) OpDef name##_op();
+#define LAB_PLAYGROUND(name, ...) OpDef name##_op();
 namespace ops::precise {
-OpDef letterbox_op();
-OpDef blur_op();
-OpDef sobel_op();
-OpDef harris_op();
-OpDef nms_op();
-OpDef topk_op();
-OpDef sample_op();
-OpDef l2norm_op();
-OpDef matmul_op();
-OpDef reduce_op();
-OpDef scan_op();
-OpDef sort_op();
-OpDef transpose_op();
-OpDef access_op();
-OpDef branch_op();
+#include "ops.def"
 }  // namespace ops::precise
 namespace ops::fast {
-OpDef letterbox_op();
-OpDef blur_op();
-OpDef sobel_op();
-OpDef harris_op();
-OpDef nms_op();
-OpDef topk_op();
-OpDef sample_op();
-OpDef l2norm_op();
-OpDef matmul_op();
-OpDef reduce_op();
-OpDef scan_op();
-OpDef sort_op();
-OpDef transpose_op();
-OpDef access_op();
-OpDef branch_op();
+#include "ops.def"
 }  // namespace ops::fast
+#undef LAB_OP
+#undef LAB_PLAYGROUND
 
 namespace {
 
 Op merge(OpDef precise, const OpDef& fast) {
   if (precise.variants.size() != fast.variants.size())
     throw Error(ErrorKind::Internal, "op " + precise.name + ": math passes disagree");
-  Op op{std::move(precise), {}};
+  Op op;
+  op.def = std::move(precise);
   for (size_t i = 0; i < fast.variants.size(); ++i) {
     if (fast.variants[i].name != op.def.variants[i].name)
       throw Error(ErrorKind::Internal, "op " + op.def.name + ": math passes disagree");
@@ -52,26 +30,40 @@ Op merge(OpDef precise, const OpDef& fast) {
 
 }  // namespace
 
-// The pipeline order, then the playgrounds. To add an op: its file in kernels/ops/ (or
-// kernels/lab/), CMake's LAB_OPS, one line here.
+namespace {
+std::vector<std::string> split_sizes(const char* sizes) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char* c = sizes; *c; ++c) {
+    if (*c == ' ') {
+      if (!cur.empty()) out.push_back(cur), cur.clear();
+    } else {
+      cur += *c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+Op entry(OpDef precise, const OpDef& fast, unsigned pipelines, bool live, const char* test_sizes) {
+  Op op = merge(std::move(precise), fast);
+  op.pipelines = pipelines;
+  op.live = live;
+  op.test_sizes = split_sizes(test_sizes);
+  return op;
+}
+}  // namespace
+
+// ops.def's order: the pipeline's stages, then the playgrounds.
 const std::vector<Op>& registry() {
   static const std::vector<Op> ops = {
-      merge(ops::precise::letterbox_op(), ops::fast::letterbox_op()),
-      merge(ops::precise::blur_op(), ops::fast::blur_op()),
-      merge(ops::precise::sobel_op(), ops::fast::sobel_op()),
-      merge(ops::precise::harris_op(), ops::fast::harris_op()),
-      merge(ops::precise::nms_op(), ops::fast::nms_op()),
-      merge(ops::precise::topk_op(), ops::fast::topk_op()),
-      merge(ops::precise::sample_op(), ops::fast::sample_op()),
-      merge(ops::precise::l2norm_op(), ops::fast::l2norm_op()),
-      // The playgrounds (kernels/lab/), each a pipeline of its own.
-      merge(ops::precise::matmul_op(), ops::fast::matmul_op()),
-      merge(ops::precise::reduce_op(), ops::fast::reduce_op()),
-      merge(ops::precise::scan_op(), ops::fast::scan_op()),
-      merge(ops::precise::sort_op(), ops::fast::sort_op()),
-      merge(ops::precise::transpose_op(), ops::fast::transpose_op()),
-      merge(ops::precise::access_op(), ops::fast::access_op()),
-      merge(ops::precise::branch_op(), ops::fast::branch_op()),
+#define LAB_OP(name, pipelines, live) \
+  entry(ops::precise::name##_op(), ops::fast::name##_op(), pipelines, live, ""),
+#define LAB_PLAYGROUND(name, live, sizes) \
+  entry(ops::precise::name##_op(), ops::fast::name##_op(), 0, live, sizes),
+#include "ops.def"
+#undef LAB_OP
+#undef LAB_PLAYGROUND
   };
   return ops;
 }

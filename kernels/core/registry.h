@@ -1,5 +1,5 @@
-// The kernel registry: one explicit, ordered list of ops (registry.cpp). Tests, CLI and GUI
-// enumerate it, so a new op needs no code outside its own file, CMake and that list.
+// The kernel registry: one explicit, ordered list of ops (kernels/core/ops.def, expanded in
+// registry.cpp). Tests, CLI and GUI enumerate it, so a new op needs its own file and one line.
 #pragma once
 
 #include <string>
@@ -9,9 +9,15 @@
 
 namespace lab {
 
+// The named image pipelines an op is a stage of (ops.def).
+constexpr unsigned LAB_KEYPOINTS = 1, LAB_HARRIS = 2;
+
 struct Op {
-  OpDef def;                          // description and precise launchers
-  std::vector<LaunchFn> fast_launch;  // the same variants compiled with --use_fast_math
+  OpDef def;                            // description and precise launchers
+  std::vector<LaunchFn> fast_launch;    // the same variants compiled with --use_fast_math
+  unsigned pipelines = 0;               // LAB_KEYPOINTS | LAB_HARRIS (ops.def)
+  bool live = false;                    // a live kernel may replace it (float planes only)
+  std::vector<std::string> test_sizes;  // a playground's odd sizes for the GPU sweep
 
   LaunchFn launcher(size_t variant, MathMode m) const {
     return m == MathMode::Fast ? fast_launch[variant] : def.variants[variant].launch;

@@ -1,4 +1,4 @@
-#include "app/io/npy.h"
+#include "npy.h"
 
 #include <cerrno>
 #include <cstdint>

@@ -1,6 +1,7 @@
-#include "app/io/image_source.h"
+#include "image_source.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -438,9 +439,73 @@ HostImage decode_with_stb(const std::string& name, const uint8_t* data, size_t s
 
 }  // namespace detail
 
+ImageFormat sniff_image_format(const uint8_t* d, size_t n) {
+  auto starts = [&](const char* magic, size_t len) {
+    return n >= len && std::memcmp(d, magic, len) == 0;
+  };
+  if (starts("\x89PNG\r\n\x1a\n", 8)) return ImageFormat::Png;
+  if (starts("\xff\xd8\xff", 3)) return ImageFormat::Jpeg;
+  if (starts("BM", 2) && n >= 26) return ImageFormat::Bmp;
+  // PNM: P1..P6 followed by whitespace (P7/PAM and PF/PFM, float, are not documented).
+  if (n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' && std::isspace(d[2]))
+    return ImageFormat::Pnm;
+  if (starts("II*\0", 4) || starts("MM\0*", 4)) return ImageFormat::Tiff;
+  if (n >= 12 && starts("RIFF", 4) && std::memcmp(d + 8, "WEBP", 4) == 0) return ImageFormat::WebP;
+  return ImageFormat::Unknown;
+}
+
+const char* image_format_name(ImageFormat f) {
+  // In the enum's order.
+  static const char* const names[] = {"PNG", "JPEG", "BMP", "PNM", "TIFF", "WebP", "unknown"};
+  return names[int(f)];
+}
+
+bool image_truncated(ImageFormat f, const uint8_t* d, size_t n) {
+  if (f == ImageFormat::Png) {
+    // The last chunk: length 0, "IEND", its CRC (0xAE426082).
+    static const uint8_t iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+    for (size_t back = 12; back <= std::min(n, size_t(12 + 4096)); ++back)
+      if (std::memcmp(d + n - back, iend, 12) == 0) return false;  // trailing bytes allowed
+    return true;
+  }
+  if (f == ImageFormat::Jpeg) {
+    // EOI (FF D9) ends the stream; some cameras append data after it, so look back a little.
+    const size_t look = std::min(n, size_t(1) << 20);
+    for (size_t i = n - 1; i + look >= n && i >= 1; --i)
+      if (d[i - 1] == 0xFF && d[i] == 0xD9) return false;
+    return true;
+  }
+  return false;
+}
+
 HostImage load_image(const std::string& path, const LoadOptions& opt) {
   const std::vector<uint8_t> bytes = read_file(path);
   const int len = int(std::min(bytes.size(), size_t(INT_MAX)));
+
+  // The signature decides, before any decoder sees the bytes: only the documented formats.
+  const ImageFormat format = sniff_image_format(bytes.data(), bytes.size());
+  if (format == ImageFormat::Unknown)
+    fail(ErrorKind::Data, path,
+         "not an image the lab reads (PNG, JPEG, BMP, PGM/PPM"
+#if defined(LAB_WITH_OPENCV)
+         ", TIFF, WebP"
+#endif
+         ")");
+#if !defined(LAB_WITH_OPENCV)
+  if (format == ImageFormat::Tiff || format == ImageFormat::WebP)
+    fail(ErrorKind::Data, path,
+         std::string(image_format_name(format)) + " needs the OpenCV build (LAB_WITH_OPENCV)");
+#endif
+  if (image_truncated(format, bytes.data(), bytes.size())) {
+    if (!opt.accept_truncated)
+      fail(ErrorKind::Data, path,
+           std::string("truncated ") + image_format_name(format) +
+               " (it ends before its end marker); --accept-truncated decodes it anyway");
+    std::fprintf(stderr,
+                 "kernel-lab: warning: %s: truncated %s, decoded anyway: its missing part "
+                 "is filled by the decoder\n",
+                 path.c_str(), image_format_name(format));
+  }
 
   // Check the size from the header before decoding, so an oversized image costs no memory.
   int w = 0, h = 0, comp = 0;
@@ -459,9 +524,9 @@ HostImage load_image(const std::string& path, const LoadOptions& opt) {
   try {
     img = decode_with_opencv(path, bytes, known ? comp : 0);
   } catch (const Error& cv_error) {
-    // stb reads some formats OpenCV does not (GIF, TGA, PSD); if it knew the header, let it
-    // try. If it fails too, OpenCV's error is the one to report.
-    if (!known) throw;
+    // A second opinion from stb, for the formats it reads safely (the signature check above
+    // keeps every other one away from it). If it fails too, OpenCV's error is the one to report.
+    if (!known || format == ImageFormat::Tiff || format == ImageFormat::WebP) throw;
     try {
       img = detail::decode_with_stb(path, bytes.data(), bytes.size());
     } catch (const Error&) {

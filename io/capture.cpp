@@ -1,4 +1,4 @@
-#include "app/io/capture.h"
+#include "capture.h"
 
 #include <atomic>
 #include <condition_variable>

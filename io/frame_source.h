@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "app/io/image_source.h"
+#include "image_source.h"
 #include "image.h"
 
 namespace lab::io {
@@ -45,7 +45,8 @@ class FrameSource {
 
 struct SourceOptions {
   size_t max_pixels = kDefaultMaxPixels;
-  uint64_t seed = 1;  // synthetic scene
+  bool accept_truncated = false;  // LoadOptions::accept_truncated
+  uint64_t seed = 1;              // synthetic scene
 };
 
 // `spec` is one of

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,7 +10,7 @@
 
 #include "paths.h"
 
-namespace lab::ui {
+namespace lab {
 
 namespace fs = std::filesystem;
 
@@ -29,8 +30,38 @@ std::string preset_to_json(const PipelineConfig& p) {
   return j.dump(2);
 }
 
-PresetLoad preset_from_json(const std::string& text) {
-  PresetLoad out{default_pipeline(), ""};
+namespace {
+// The deepest nesting of [ and { outside strings: a preset nests four levels; a file nested
+// 100,000 deep would take the parser and the destructor that deep.
+int nesting_depth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return deepest;
+}
+}  // namespace
+
+PresetLoad preset_from_json(const std::string& text, const PipelineConfig& fallback) {
+  PresetLoad out{fallback, ""};
+  const int depth = nesting_depth(text);
+  if (depth > kPresetMaxDepth) {
+    out.warning = "preset not usable (nested " + std::to_string(depth) + " levels deep, over " +
+                  std::to_string(kPresetMaxDepth) + "): using the defaults";
+    return out;
+  }
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
     const int schema = j.at("schema").get<int>();
@@ -61,7 +92,7 @@ PresetLoad preset_from_json(const std::string& text) {
     resolve(p, nullptr);  // unknown stages, variants, blocks or parameters: not usable
     out.pipeline = std::move(p);
   } catch (const std::exception& e) {
-    out.pipeline = default_pipeline();
+    out.pipeline = fallback;
     out.warning = std::string("preset not usable (") + e.what() + "): using the defaults";
   }
   return out;
@@ -77,12 +108,17 @@ void save_preset(const std::string& path, const PipelineConfig& p) {
   if (!f) throw Error(ErrorKind::Io, "writing " + path + " failed");
 }
 
-PresetLoad load_preset(const std::string& path) {
+PresetLoad load_preset(const std::string& path, const PipelineConfig& fallback) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > (size_t(1) << 20))
+    return {fallback, "no preset file at " + path +
+                          " (or not a regular file under 1 MiB): using "
+                          "the defaults"};
   std::ifstream f(path);
-  if (!f) return {default_pipeline(), "no preset at " + path + ": using the defaults"};
+  if (!f) return {fallback, "no preset at " + path + ": using the defaults"};
   std::stringstream ss;
   ss << f.rdbuf();
-  PresetLoad r = preset_from_json(ss.str());
+  PresetLoad r = preset_from_json(ss.str(), fallback);
   if (!r.warning.empty()) r.warning = path + ": " + r.warning;
   return r;
 }
@@ -94,4 +130,4 @@ std::string state_dir() {
   return xdg_dir("XDG_STATE_HOME", ".local/state");
 }
 
-}  // namespace lab::ui
+}  // namespace lab

@@ -18,12 +18,25 @@ constexpr size_t kDefaultMaxPixels = 100'000'000;
 
 struct LoadOptions {
   size_t max_pixels = kDefaultMaxPixels;
+  // A PNG or JPEG that ends before its end marker is an error (Data) unless this is set; then
+  // it decodes (the missing part grey or black, as the decoder leaves it) with a warning on
+  // stderr that names the file.
+  bool accept_truncated = false;
 };
+
+// The formats the lab reads, told by their first bytes before any decoder sees them (a decoder
+// handed a format the lab does not document, such as a Radiance HDR, could loop: CVE-2021-42715).
+enum class ImageFormat { Png, Jpeg, Bmp, Pnm, Tiff, WebP, Unknown };
+ImageFormat sniff_image_format(const uint8_t* data, size_t size);
+const char* image_format_name(ImageFormat f);
+// A PNG without its IEND chunk, or a JPEG without an end-of-image marker near its end.
+bool image_truncated(ImageFormat f, const uint8_t* data, size_t size);
 
 // Decodes an image file to PixelType::U8 with 1 (gray), 3 (BGR) or 4 (BGRA) channels.
 // Uses OpenCV when built with LAB_WITH_OPENCV, stb_image otherwise; PNGs decode to the same
 // pixels either way. Throws Error: NoInput (missing path or a directory), Io (unreadable),
-// Data (empty, not an image, corrupt, zero size, or over opt.max_pixels).
+// Data (empty, not one of the formats above, truncated, corrupt, zero size, or over
+// opt.max_pixels).
 HostImage load_image(const std::string& path, const LoadOptions& opt = {});
 
 // A deterministic BGR U8 test scene (gradient, checkerboard, rectangles, discs, rings,

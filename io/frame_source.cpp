@@ -1,6 +1,7 @@
-#include "app/io/frame_source.h"
+#include "frame_source.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -125,8 +126,12 @@ class FolderSource : public FrameSource {
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Usage) throw;
       m_problem = e.what();
-      // A whole pass without one good image: the folder is unusable as it is now.
-      return ++m_bad_in_a_row >= m_files.size() ? ReadResult::Lost : ReadResult::Skip;
+      // A whole pass without one good image: nothing in the folder decodes, bad data (65),
+      // whether it holds 5 files or 150 (the same rule as a reader that gives up on tries).
+      if (++m_bad_in_a_row >= m_files.size())
+        throw Error(ErrorKind::Data, m_dir + ": none of its " + std::to_string(m_files.size()) +
+                                         " image files decodes (the last: " + m_problem + ")");
+      return ReadResult::Skip;
     }
     m_bad_in_a_row = 0;
     out.index = m_next++;
@@ -173,14 +178,17 @@ class VideoFileSource : public FrameSource {
       throw Error(ErrorKind::Data, path +
                                        ": cannot decode this video (not a video, or a codec "
                                        "OpenCV's FFmpeg lacks)");
-    m_count = int64_t(m_cap.get(cv::CAP_PROP_FRAME_COUNT));
+    // Containers may not know (a negative, NaN or absurd count): 0 means "unknown".
+    const double count = m_cap.get(cv::CAP_PROP_FRAME_COUNT);
+    m_count = std::isfinite(count) && count >= 1 && count < 1e12 ? int64_t(count) : 0;
     m_fps = m_cap.get(cv::CAP_PROP_FPS);
     if (!(m_fps > 0 && m_fps < 1000)) m_fps = 30;  // unknown: pace it like a camera
   }
   std::string describe() const override {
     return "video " + m_path + " " + std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_WIDTH))) +
            "x" + std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_HEIGHT))) + " @ " +
-           std::to_string(int(m_fps + 0.5)) + " fps, " + std::to_string(m_count) + " frames";
+           std::to_string(int(m_fps + 0.5)) + " fps, " +
+           (m_count > 0 ? std::to_string(m_count) + " frames" : "frame count unknown");
   }
   double fps() const override { return m_fps; }
   ReadResult read(Frame& out) override {
@@ -203,9 +211,11 @@ class VideoFileSource : public FrameSource {
       }
       m_bad_from = -1, m_jump = 1;
       m_cap.set(cv::CAP_PROP_POS_FRAMES, 0);
-      if (!m_cap.read(m) || m.empty()) {  // not even the first frame: the file is broken
-        m_problem = m_path + ": no frame decodes";
-        return ReadResult::Lost;
+      if (!m_cap.read(m) || m.empty()) {
+        // Some containers cannot seek back (a one-frame video): open the file again.
+        m_cap.release();
+        if (!m_cap.open(m_path, cv::CAP_ANY) || !m_cap.read(m) || m.empty())
+          throw Error(ErrorKind::Data, m_path + ": no frame decodes");  // the file is broken
       }
     }
     m_bad_from = -1, m_jump = 1;
@@ -323,6 +333,7 @@ class LiveSource : public FrameSource {
 std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOptions& opt) {
   LoadOptions lo;
   lo.max_pixels = opt.max_pixels;
+  lo.accept_truncated = opt.accept_truncated;
   if (spec == "synthetic" || spec.rfind("synthetic:", 0) == 0) {
     int w = 1920, h = 1080;
     double fps = 30;

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "app/io/frame_source.h"
+#include "frame_source.h"
 
 namespace lab::io {
 

@@ -1,0 +1,95 @@
+// Presets (kernels/core/presets.h): the round trip, and every way a preset file can be bad,
+// read by the engine and by `--preset` on the command line.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "presets.h"
+#include "support.h"
+
+using namespace lab;
+namespace fs = std::filesystem;
+
+TEST_SUITE("cpu") {
+  TEST_CASE("presets: round trip, corrupt, newer, invalid") {
+    PipelineConfig p = default_pipeline();
+    apply_variant(p, "blur=v3_smem_tile");
+    apply_block(p, "blur=16x16");
+    apply_math(p, "sobel=fast");
+    apply_param(p, "harris.k=0.06");
+    const PresetLoad back = preset_from_json(preset_to_json(p));
+    CHECK(back.warning.empty());
+    REQUIRE(back.pipeline.stages.size() == p.stages.size());
+    CHECK(back.pipeline.stages[1].variant == "v3_smem_tile");
+    CHECK(back.pipeline.stages[1].block == Block{16, 16});
+    CHECK(back.pipeline.stages[2].math == MathMode::Fast);
+    CHECK(back.pipeline.stages[3].params.at("k") == doctest::Approx(0.06));
+
+    for (const char* bad :
+         {"{", "[]", "{\"schema\": 1}", "{\"schema\": 1, \"pipeline\": [{\"op\": \"nope\"}]}",
+          "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"variant\": \"v9\"}]}",
+          "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"block\": \"64x32\"}]}"}) {
+      INFO(bad);
+      const PresetLoad r = preset_from_json(bad);
+      CHECK(!r.warning.empty());
+      CHECK(r.pipeline.stages.size() == default_pipeline().stages.size());  // the defaults
+    }
+    const PresetLoad newer = preset_from_json("{\"schema\": 99, \"pipeline\": []}");
+    CHECK(newer.warning.find("newer") != std::string::npos);
+
+    const fs::path f =
+        fs::temp_directory_path() / ("lab_preset_" + std::to_string(::getpid()) + ".json");
+    save_preset(f.string(), p);
+    CHECK(load_preset(f.string()).warning.empty());
+    fs::remove(f);
+    CHECK(load_preset(f.string()).warning.find("no preset") != std::string::npos);
+  }
+
+  TEST_CASE("presets: wrong types, 100,000 levels deep, or not JSON: a warning and the defaults") {
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    const std::string wide =
+        "{\"schema\": 1, \"pipeline\": [" + std::string(5000, '[') + std::string(5000, ']') + "]}";
+    for (const std::string& bad :
+         {deep, wide, std::string("{\"schema\": \"one\", \"pipeline\": []}"),
+          std::string("{\"schema\": 1, \"pipeline\": {\"op\": 3}}"),
+          std::string("{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"params\": "
+                      "{\"k\": \"x\"}}]}"),
+          std::string("\xff\xfe\x00garbage"), std::string()}) {
+      const PresetLoad r = preset_from_json(bad, default_pipeline("harris"));
+      CHECK(!r.warning.empty());
+      CHECK(r.pipeline.stages.size() == default_pipeline("harris").stages.size());
+    }
+    CHECK(preset_from_json(deep).warning.find("levels deep") != std::string::npos);
+  }
+
+  TEST_CASE("presets: --preset FILE on the command line, its warning, the options over it") {
+    const fs::path d = fs::temp_directory_path() / ("lab_presets_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    PipelineConfig p = default_pipeline("harris");
+    apply_variant(p, "blur=v3_smem_tile");
+    save_preset((d / "p.json").string(), p);
+    const std::string in = " --device cpu --input synthetic:48x32 --size 48x32 ";
+    const Result ok = lab_cli("run" + in + "--preset " + (d / "p.json").string(), 60);
+    CHECK(ok.code == 0);
+    CHECK(has(ok, "blur       v3_smem_tile"));
+    CHECK(!has(ok, "warning"));
+    // An option on the command line wins over the preset.
+    const Result over =
+        lab_cli("run" + in + "--preset " + (d / "p.json").string() + " --variant blur=v4_rows", 60);
+    CHECK(over.code == 0);
+    CHECK(has(over, "blur       v4_rows"));
+    {
+      std::ofstream f(d / "deep.json");
+      f << std::string(100000, '{');
+    }
+    const Result deep = lab_cli("run" + in + "--preset " + (d / "deep.json").string(), 60);
+    CHECK(deep.code == 0);  // the defaults, with the warning
+    CHECK(has(deep, "warning: "));
+    CHECK(has(deep, "levels deep"));
+    const Result missing = lab_cli("run" + in + "--preset " + (d / "none.json").string(), 60);
+    CHECK(missing.code == 66);
+    fs::remove_all(d);
+  }
+}
