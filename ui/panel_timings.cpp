@@ -99,9 +99,10 @@ void draw_timings_panel(GuiApp& app) {
             "last 240 frames");
   if (gpu) {
     if (ImGui::Checkbox("cold L2", &ui.cold_l2)) ui.launch_us.clear(), ui.pipeline_ms.clear();
-    tip("flush the L2 (a write over twice its size) before each frame's timed run, so every "
-        "launch starts DRAM-cold (bench --cold); off: L2-warm, the input left in the L2 by its "
-        "upload, as a live pipeline runs. Switching starts new histories");
+    tip("empty the L2 (read twice its size, then discard those lines) before each frame's timed "
+        "run (bench --cold): the frame starts DRAM-cold, later stages read what earlier ones "
+        "left in the L2. Off: L2-warm, the input left in the L2 by its upload, as a live "
+        "pipeline runs. Switching starts new histories");
     ImGui::SameLine();
     if (ImGui::Button("measure counters")) ui.counters_requested = true;
     tip("hardware counters for every launch of the next frame, through CUPTI's range profiler "

@@ -45,7 +45,8 @@ UploadMode default_upload_mode() {
 // and the bracketing of every launch.
 class Runner::Context : public LaunchContext {
  public:
-  Context(Runner& r, size_t stage) : m_r(r), m_stage(stage) {}
+  // `cfg`: the configuration that runs (a sweep's or a check's, not always the stage's own).
+  Context(Runner& r, size_t stage, const ResolvedStage& cfg) : m_r(r), m_stage(stage), m_cfg(cfg) {}
 
   cudaStream_t stream() const override { return m_r.m_stream; }
 
@@ -125,7 +126,7 @@ class Runner::Context : public LaunchContext {
     if (!m_r.m_untimed_launches)
       LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[n].first, m_r.m_stream));
     nvtxRangePushA(name);
-    if (m_r.m_ranges) m_r.m_ranges->push(m_r.m_stages.at(m_stage).label() + " " + name);
+    if (m_r.m_ranges) m_r.m_ranges->push(m_cfg.label() + " " + name);
     m_open = true;
   }
 
@@ -138,6 +139,7 @@ class Runner::Context : public LaunchContext {
 
   Runner& m_r;
   size_t m_stage;
+  const ResolvedStage& m_cfg;
   bool m_open = false;
 };
 
@@ -473,7 +475,7 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
     return;
   }
   const StageRanges ranges(s);
-  Context ctx(*this, i);
+  Context ctx(*this, i, s);
   if (const auto& live = s.variant_def().live)
     launch_live(ctx, args, *live, s.op->def.params);
   else

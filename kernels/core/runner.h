@@ -142,11 +142,12 @@ class Runner {
   // Enqueue without waiting; collect() waits for the stream and reads the event times.
   // With queue_ahead, the stream is first held on the GPU for that many microseconds, so the
   // launches queue behind it and their event pairs time the kernels, not the host's launch
-  // latency (what bench does). With flush_l2, the L2 is then flushed (a read over twice its
-  // size), so the work starts DRAM-cold. Measurement (measure.h) is the one caller.
+  // latency (what bench does). With flush_l2, the L2 is then emptied (enqueue_l2_flush), so the
+  // work starts DRAM-cold. Measurement (measure.h) is the one caller.
   void run_queued(double queue_ahead_us, size_t stage = SIZE_MAX,
                   const ResolvedStage* cfg = nullptr, bool flush_l2 = false);
-  // Enqueues the L2 flush (a read over twice the L2's size: only clean lines stay) on the stream.
+  // Enqueues the L2 flush on the stream: a read over twice the L2's size (every dirty line
+  // written back), then those lines discarded, so the L2 is left empty (delay.h).
   void enqueue_l2_flush();
   void enqueue_stage(size_t i, const ResolvedStage* cfg = nullptr);
   void collect();
@@ -247,7 +248,7 @@ class Runner {
   std::vector<double> m_stage_ms;
   double m_frame_ms = 0, m_enqueue_ms = 0;
   std::map<const void*, FuncInfo> m_funcs;
-  DeviceBuffer m_flush;  // written over to evict the L2 (cold runs)
+  DeviceBuffer m_flush;  // read, then discarded, to empty the L2 (cold runs, counters)
   RangeSink* m_ranges = nullptr;
   bool m_flush_each = false;
 };
