@@ -12,6 +12,19 @@
 
 using namespace lab;
 
+namespace {
+// The harris pipeline at `size`, configured and run once on a patterned input of `in`.
+void run_harris(Runner& r, const std::string& size, const ImageDesc& in, unsigned step) {
+  PipelineConfig p = default_pipeline("harris");
+  apply_size(p, size);
+  HostImage img(in);
+  for (size_t k = 0; k < in.bytes(); ++k) img.bytes()[k] = uint8_t(k * step);
+  r.configure(p, in);
+  r.set_input(img);
+  r.run();
+}
+}  // namespace
+
 TEST_SUITE("cpu") {
   TEST_CASE("measure: order statistics and the median's standard error") {
     const Timing t = summarize({5, 1, 4, 2, 3});
@@ -38,13 +51,7 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("measure: a stage on the CPU references, a fixed count or a noise target") {
     Runner r(Backend::Cpu);
-    PipelineConfig p = default_pipeline("harris");
-    apply_size(p, "64x48");
-    HostImage in(ImageDesc{96, 64, 1, PixelType::U8});
-    for (size_t k = 0; k < in.desc().bytes(); ++k) in.bytes()[k] = uint8_t(k * 37);
-    r.configure(p, in.desc());
-    r.set_input(in);
-    r.run();
+    run_harris(r, "64x48", ImageDesc{96, 64, 1, PixelType::U8}, 37);
     MeasureOptions m;
     m.warmup = 1, m.reps = 7;
     const Measurement fixed = measure_stage(r, 1, r.stages()[1], m);
@@ -62,13 +69,7 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("check loop: every variant and math mode of a stage, on the CPU references") {
     Runner r(Backend::Cpu);
-    PipelineConfig p = default_pipeline("harris");
-    apply_size(p, "33x17");
-    HostImage in(ImageDesc{40, 30, 3, PixelType::U8});
-    for (size_t k = 0; k < in.desc().bytes(); ++k) in.bytes()[k] = uint8_t(k * 13);
-    r.configure(p, in.desc());
-    r.set_input(in);
-    r.run();
+    run_harris(r, "33x17", ImageDesc{40, 30, 3, PixelType::U8}, 13);
     int seen = 0;
     const auto results = check_stage(r, 1, true, [&](const CheckResult&) { ++seen; });
     const size_t variants = r.stages()[1].op->def.variants.size();

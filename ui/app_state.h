@@ -75,8 +75,7 @@ struct FrameResult {
   int probe_x = -1, probe_y = -1;
   float probe_value = 0;  // the shown slot's value at the probe (GPU: read back, 4 bytes)
   bool uploaded = false;  // the job sent a new input frame
-  double upload_ms = 0;   // that upload's time (Runner::upload_ms + staging_ms)
-  double upload_dma_ms = 0, staging_ms = 0;  // its parts: the copy (GPU), the host staging copy
+  double upload_dma_ms = 0, staging_ms = 0;  // its copy (GPU) and host staging copy
   double enqueue_ms = 0;  // host time to enqueue the frame's launches (hidden by the delay)
   bool cold_l2 = false;   // timed with the L2 flushed first
   bool counted = false;   // hardware counters were collected (counters)

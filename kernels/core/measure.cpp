@@ -64,19 +64,16 @@ double clock_now(Runner& r) {
 }
 
 // Timed runs of `one` (which appends each run's total to `total`) until the count, or the noise
-// target, is reached; returns the runs made.
+// target, is reached.
 template <typename Run>
-int timed_loop(const MeasureOptions& o, std::vector<double>& total, Run&& one) {
-  const int reps = std::max(1, o.reps);
-  int k = 0;
-  for (; k < reps; ++k) {
+void timed_loop(const MeasureOptions& o, std::vector<double>& total, Run&& one) {
+  for (int k = 1; k <= std::max(1, o.reps); ++k) {
     one();
-    if (o.max_noise > 0 && k + 1 >= std::max(2, o.min_reps) && (k + 1) % 10 == 0) {
+    if (o.max_noise > 0 && k >= std::max(2, o.min_reps) && k % 10 == 0) {
       const double noise = median_noise(total);
-      if (std::isfinite(noise) && noise <= o.max_noise) return k + 1;
+      if (std::isfinite(noise) && noise <= o.max_noise) return;
     }
   }
-  return k;
 }
 
 void take_launches(const Runner& r, std::vector<LaunchRecord>& recs,
