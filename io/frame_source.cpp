@@ -9,12 +9,14 @@
 
 #include "check.h"
 #include "pipeline.h"  // parse_wxh
+#include "printable.h"
 
 #if defined(LAB_WITH_OPENCV)
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/core/utils/logger.hpp>
 #include <opencv2/videoio.hpp>
+#include <opencv2/videoio/registry.hpp>
 #endif
 
 namespace fs = std::filesystem;
@@ -174,7 +176,7 @@ class VideoFileSource : public FrameSource {
     // FFmpeg's own timeouts, so a stalled stream cannot block a read (or a shutdown) forever.
     const std::vector<int> params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 5000,
                                      cv::CAP_PROP_READ_TIMEOUT_MSEC, 5000};
-    if (!m_cap.open(path, cv::CAP_ANY, params) || !m_cap.isOpened())
+    if (!open_file(path, params))
       throw Error(ErrorKind::Data, path +
                                        ": cannot decode this video (not a video, or a codec "
                                        "OpenCV's FFmpeg lacks)");
@@ -214,7 +216,7 @@ class VideoFileSource : public FrameSource {
       if (!m_cap.read(m) || m.empty()) {
         // Some containers cannot seek back (a one-frame video): open the file again.
         m_cap.release();
-        if (!m_cap.open(m_path, cv::CAP_ANY) || !m_cap.read(m) || m.empty())
+        if (!open_file(m_path, {}) || !m_cap.read(m) || m.empty())
           throw Error(ErrorKind::Data, m_path + ": no frame decodes");  // the file is broken
       }
     }
@@ -232,6 +234,17 @@ class VideoFileSource : public FrameSource {
  private:
   std::string m_path;
   LoadOptions m_load;
+  // A file's decoder: FFmpeg, or GStreamer where this OpenCV has no FFmpeg. CAP_ANY would also
+  // probe the camera backends with the file's name (libdc1394 enumerates the USB devices 2,500
+  // times for one bad .avi, and leaks each list).
+  bool open_file(const std::string& path, const std::vector<int>& params) {
+    namespace reg = cv::videoio_registry;
+    const int api = reg::hasBackend(cv::CAP_FFMPEG)      ? cv::CAP_FFMPEG
+                    : reg::hasBackend(cv::CAP_GSTREAMER) ? cv::CAP_GSTREAMER
+                                                         : cv::CAP_ANY;
+    return m_cap.open(path, api, params) && m_cap.isOpened();
+  }
+
   cv::VideoCapture m_cap;
   int64_t m_count = 0;
   double m_fps = 0;
@@ -330,23 +343,20 @@ class LiveSource : public FrameSource {
 
 }  // namespace
 
-std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOptions& opt) {
-  LoadOptions lo;
-  lo.max_pixels = opt.max_pixels;
-  lo.accept_truncated = opt.accept_truncated;
+SourceSpec parse_source_spec(const std::string& spec) {
+  SourceSpec out;
+  const std::string shown = printable(spec);  // errors quote it on one line
   if (spec == "synthetic" || spec.rfind("synthetic:", 0) == 0) {
-    int w = 1920, h = 1080;
-    double fps = 30;
-    if (spec != "synthetic" && !parse_size_fps(spec.substr(10), w, h, fps))
+    out.kind = SourceSpec::Synthetic;
+    out.width = 1920, out.height = 1080, out.fps = 30;
+    if (spec != "synthetic" && !parse_size_fps(spec.substr(10), out.width, out.height, out.fps))
       throw Error(
           ErrorKind::Usage,
-          "malformed '" + spec + "': expected synthetic, synthetic:WxH or synthetic:WxH@FPS");
-    if (fps == 0) fps = 30;
-    if (w > 16384 || h > 16384)
-      throw Error(ErrorKind::Usage, spec + ": the synthetic scene is at most 16384 on a side");
-    if (size_t(w) * size_t(h) > opt.max_pixels)
-      throw Error(ErrorKind::Data, spec + ": over --max-pixels");
-    return std::make_unique<SyntheticSource>(w, h, fps, opt.seed);
+          "malformed '" + shown + "': expected synthetic, synthetic:WxH or synthetic:WxH@FPS");
+    if (out.fps == 0) out.fps = 30;
+    if (out.width > 16384 || out.height > 16384)
+      throw Error(ErrorKind::Usage, shown + ": the synthetic scene is at most 16384 on a side");
+    return out;
   }
   if (spec.rfind("camera:", 0) == 0) {
     const std::string rest = spec.substr(7);
@@ -354,25 +364,54 @@ std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOp
     char* end = nullptr;
     const std::string num = rest.substr(0, colon);
     const long n = std::strtol(num.c_str(), &end, 10);
-    int w = 0, h = 0;
-    double fps = 0;
-    if (num.empty() || *end != '\0' || n < 0 || n > 255 ||
-        (colon != std::string::npos && !parse_size_fps(rest.substr(colon + 1), w, h, fps)))
+    out.kind = SourceSpec::Camera;
+    if (num.empty() || !std::isdigit((unsigned char)num[0]) || *end != '\0' || n < 0 || n > 255 ||
+        (colon != std::string::npos &&
+         !parse_size_fps(rest.substr(colon + 1), out.width, out.height, out.fps)))
       throw Error(ErrorKind::Usage,
-                  "malformed '" + spec + "': expected camera:N, camera:N:WxH or camera:N:WxH@FPS");
-#if defined(LAB_WITH_OPENCV)
-    return std::make_unique<LiveSource>(spec, int(n), "", w, h, fps);
-#else
-    no_opencv("a camera");
-#endif
+                  "malformed '" + shown + "': expected camera:N, camera:N:WxH or camera:N:WxH@FPS");
+    out.camera = int(n);
+    return out;
   }
   if (spec.rfind("gst:", 0) == 0) {
     if (spec.size() == 4) throw Error(ErrorKind::Usage, "gst: needs a pipeline after the colon");
+    out.kind = SourceSpec::GStreamer;
+    out.text = spec.substr(4);
+    return out;
+  }
+  if (spec.empty())
+    throw Error(ErrorKind::Usage,
+                "empty input: expected a file, a folder, "
+                "synthetic, camera:N or gst:PIPELINE");
+  out.kind = SourceSpec::Path;
+  out.text = spec;
+  return out;
+}
+
+std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOptions& opt) {
+  LoadOptions lo;
+  lo.max_pixels = opt.max_pixels;
+  lo.accept_truncated = opt.accept_truncated;
+  const SourceSpec s = parse_source_spec(spec);
+  switch (s.kind) {
+    case SourceSpec::Synthetic:
+      if (size_t(s.width) * size_t(s.height) > opt.max_pixels)
+        throw Error(ErrorKind::Data, spec + ": over --max-pixels");
+      return std::make_unique<SyntheticSource>(s.width, s.height, s.fps, opt.seed);
+    case SourceSpec::Camera:
 #if defined(LAB_WITH_OPENCV)
-    return std::make_unique<LiveSource>("gst", -1, spec.substr(4), 0, 0, 0);
+      return std::make_unique<LiveSource>(spec, s.camera, "", s.width, s.height, s.fps);
 #else
-    no_opencv("a GStreamer pipeline");
+      no_opencv("a camera");
 #endif
+    case SourceSpec::GStreamer:
+#if defined(LAB_WITH_OPENCV)
+      return std::make_unique<LiveSource>("gst", -1, s.text, 0, 0, 0);
+#else
+      no_opencv("a GStreamer pipeline");
+#endif
+    case SourceSpec::Path:
+      break;
   }
   std::error_code ec;
   const auto st = fs::status(spec, ec);

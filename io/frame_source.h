@@ -60,4 +60,15 @@ struct SourceOptions {
 // Data (undecodable file or video), Unavailable (camera or GStreamer in a build without OpenCV).
 std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOptions& opt = {});
 
+// What a spec names, parsed without opening anything (open_source's first step; the fuzz
+// target's entry). Throws Error(Usage) for a malformed spec as open_source does.
+struct SourceSpec {
+  enum Kind { Synthetic, Camera, GStreamer, Path } kind = Path;
+  int width = 0, height = 0;  // synthetic (default 1920x1080) or the camera's request (0: any)
+  double fps = 0;             // synthetic (default 30) or the camera's request (0: any)
+  int camera = -1;            // camera:N
+  std::string text;           // the GStreamer pipeline, or the path
+};
+SourceSpec parse_source_spec(const std::string& spec);
+
 }  // namespace lab::io

@@ -90,11 +90,11 @@ std::vector<uint8_t> read_file(const std::string& path) {
 }
 
 #if defined(LAB_WITH_OPENCV)
-HostImage decode_with_opencv(const std::string& path, const std::vector<uint8_t>& bytes,
+HostImage decode_with_opencv(const std::string& path, const uint8_t* data, size_t size,
                              int stb_comp) {
   cv::Mat m;
   try {
-    const cv::Mat buf(1, int(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
+    const cv::Mat buf(1, int(size), CV_8U, const_cast<uint8_t*>(data));
     m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception& e) {
     std::string msg = e.what();  // OpenCV's text spans lines; our errors are one line
@@ -480,10 +480,17 @@ bool image_truncated(ImageFormat f, const uint8_t* d, size_t n) {
 
 HostImage load_image(const std::string& path, const LoadOptions& opt) {
   const std::vector<uint8_t> bytes = read_file(path);
-  const int len = int(std::min(bytes.size(), size_t(INT_MAX)));
+  return decode_image(path, bytes.data(), bytes.size(), opt);
+}
+
+HostImage decode_image(const std::string& path, const uint8_t* data, size_t size,
+                       const LoadOptions& opt) {
+  if (size == 0) fail(ErrorKind::Data, path, "empty file (0 bytes)");
+  if (size > kMaxFileBytes) fail(ErrorKind::Data, path, "over the size limit of an image file");
+  const int len = int(size);
 
   // The signature decides, before any decoder sees the bytes: only the documented formats.
-  const ImageFormat format = sniff_image_format(bytes.data(), bytes.size());
+  const ImageFormat format = sniff_image_format(data, size);
   if (format == ImageFormat::Unknown)
     fail(ErrorKind::Data, path,
          "not an image the lab reads (PNG, JPEG, BMP, PGM/PPM"
@@ -496,7 +503,7 @@ HostImage load_image(const std::string& path, const LoadOptions& opt) {
     fail(ErrorKind::Data, path,
          std::string(image_format_name(format)) + " needs the OpenCV build (LAB_WITH_OPENCV)");
 #endif
-  if (image_truncated(format, bytes.data(), bytes.size())) {
+  if (image_truncated(format, data, size)) {
     if (!opt.accept_truncated)
       fail(ErrorKind::Data, path,
            std::string("truncated ") + image_format_name(format) +
@@ -509,7 +516,7 @@ HostImage load_image(const std::string& path, const LoadOptions& opt) {
 
   // Check the size from the header before decoding, so an oversized image costs no memory.
   int w = 0, h = 0, comp = 0;
-  const bool known = stbi_info_from_memory(bytes.data(), len, &w, &h, &comp) != 0;
+  const bool known = stbi_info_from_memory(data, len, &w, &h, &comp) != 0;
   if (known) check_size(path, w, h, opt);
   // stb refuses headers over 2^24 pixels a side or 2^30 bytes: far over any sane cap, and
   // OpenCV would decode them before we could check.
@@ -522,19 +529,19 @@ HostImage load_image(const std::string& path, const LoadOptions& opt) {
 #if defined(LAB_WITH_OPENCV)
   HostImage img;
   try {
-    img = decode_with_opencv(path, bytes, known ? comp : 0);
+    img = decode_with_opencv(path, data, size, known ? comp : 0);
   } catch (const Error& cv_error) {
     // A second opinion from stb, for the formats it reads safely (the signature check above
     // keeps every other one away from it). If it fails too, OpenCV's error is the one to report.
     if (!known || format == ImageFormat::Tiff || format == ImageFormat::WebP) throw;
     try {
-      img = detail::decode_with_stb(path, bytes.data(), bytes.size());
+      img = detail::decode_with_stb(path, data, size);
     } catch (const Error&) {
       throw cv_error;
     }
   }
 #else
-  HostImage img = detail::decode_with_stb(path, bytes.data(), bytes.size());
+  HostImage img = detail::decode_with_stb(path, data, size);
 #endif
   // Formats stb cannot parse (TIFF, WebP, ...) are only checked now.
   check_size(path, img.desc().width, img.desc().height, opt);

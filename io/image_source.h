@@ -38,6 +38,10 @@ bool image_truncated(ImageFormat f, const uint8_t* data, size_t size);
 // Data (empty, not one of the formats above, truncated, corrupt, zero size, or over
 // opt.max_pixels).
 HostImage load_image(const std::string& path, const LoadOptions& opt = {});
+// The same from bytes in memory (what load_image does after reading the file; the fuzz target
+// calls it). `name` is only used in error messages.
+HostImage decode_image(const std::string& name, const uint8_t* data, size_t size,
+                       const LoadOptions& opt = {});
 
 // A deterministic BGR U8 test scene (gradient, checkerboard, rectangles, discs, rings,
 // triangles, lines) with no files. Shapes are placed from `seed` and move a few pixels per

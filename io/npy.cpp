@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check.h"
+#include "printable.h"
 
 namespace lab::io {
 namespace {
@@ -69,7 +70,7 @@ class HeaderParser {
         *shape = tuple();
         have_shape = true;
       } else {
-        bad("unexpected header key '" + key + "'");
+        bad("unexpected header key '" + printable(key) + "'");
       }
       skip_ws();
       if (peek() == ',') {
@@ -154,8 +155,7 @@ class HeaderParser {
 
 }  // namespace
 
-void write_npy(const std::string& path, const HostImage& img) {
-  const ImageDesc& d = img.desc();
+std::string npy_header(const ImageDesc& d) {
   std::string dict = std::string("{'descr': '") +
                      (d.type == PixelType::F32   ? "<f4"
                       : d.type == PixelType::U32 ? "<u4"
@@ -177,7 +177,12 @@ void write_npy(const std::string& path, const HostImage& img) {
   header += char(hlen & 0xFF);
   header += char((hlen >> 8) & 0xFF);
   header += dict;
+  return header;
+}
 
+void write_npy(const std::string& path, const HostImage& img) {
+  const ImageDesc& d = img.desc();
+  const std::string header = npy_header(d);
   File f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) fail(ErrorKind::CantCreate, path, std::string("cannot create: ") + std::strerror(errno));
 
@@ -210,44 +215,58 @@ HostImage read_npy(const std::string& path) {
   if (st.type() == fs::file_type::not_found) fail(ErrorKind::NoInput, path, "no such file");
   if (ec) fail(ErrorKind::Io, path, "cannot read: " + ec.message());
   if (st.type() == fs::file_type::directory) fail(ErrorKind::NoInput, path, "is a directory");
+  // A pipe or a device could block or never end (/dev/zero).
+  if (st.type() != fs::file_type::regular) fail(ErrorKind::Data, path, "not a regular file");
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) fail(ErrorKind::Io, path, "cannot read: " + ec.message());
+  if (size > uintmax_t(std::numeric_limits<size_t>::max() / 2))
+    fail(ErrorKind::Data, path, "file too large");
 
   File f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f)
     fail(ErrorKind::Io, path, std::string("cannot open for reading: ") + std::strerror(errno));
+  // The file's size bounds the allocation, so a lying header costs nothing.
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  const size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f.get());
+  if (got != bytes.size() && std::ferror(f.get()))
+    fail(ErrorKind::Io, path, std::string("read failed: ") + std::strerror(errno));
+  bytes.resize(got);  // a file that shrank while we read is judged on what was there
+  return decode_npy(path, bytes.data(), bytes.size());
+}
 
-  auto read_exact = [&](void* dst, size_t n) {
-    const size_t got = std::fread(dst, 1, n, f.get());
-    if (got != n && std::ferror(f.get())) {
-      fail(ErrorKind::Io, path, std::string("read failed: ") + std::strerror(errno));
-    }
-    return got == n;
+HostImage decode_npy(const std::string& path, const uint8_t* data, size_t size) {
+  size_t pos = 0;
+  auto take = [&](size_t n) -> const uint8_t* {
+    if (size - pos < n) return nullptr;
+    const uint8_t* p = data + pos;
+    pos += n;
+    return p;
   };
 
-  uint8_t pre[8];
-  if (!read_exact(pre, sizeof(pre))) fail(ErrorKind::Data, path, "too short to be a .npy file");
+  const uint8_t* pre = take(8);
+  if (!pre) fail(ErrorKind::Data, path, "too short to be a .npy file");
   if (std::memcmp(pre, kMagic, kMagicLen) != 0) {
     fail(ErrorKind::Data, path, "not a .npy file (bad magic)");
   }
   const int major = pre[6], minor = pre[7];
-  size_t hlen = 0, prefix = 0;
+  size_t hlen = 0;
   if (major == 1) {
-    uint8_t l[2];
-    if (!read_exact(l, 2)) fail(ErrorKind::Data, path, "truncated header");
+    const uint8_t* l = take(2);
+    if (!l) fail(ErrorKind::Data, path, "truncated header");
     hlen = size_t(l[0]) | size_t(l[1]) << 8;
-    prefix = 10;
   } else if (major == 2) {
-    uint8_t l[4];
-    if (!read_exact(l, 4)) fail(ErrorKind::Data, path, "truncated header");
+    const uint8_t* l = take(4);
+    if (!l) fail(ErrorKind::Data, path, "truncated header");
     hlen = size_t(l[0]) | size_t(l[1]) << 8 | size_t(l[2]) << 16 | size_t(l[3]) << 24;
-    prefix = 12;
   } else {
     fail(ErrorKind::Data, path,
          "unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor) +
              " (expected 1.0 or 2.0)");
   }
   if (hlen > kMaxHeader) fail(ErrorKind::Data, path, "header too large");
-  std::string text(hlen, '\0');
-  if (!read_exact(&text[0], hlen)) fail(ErrorKind::Data, path, "truncated header");
+  const uint8_t* h = take(hlen);
+  if (!h) fail(ErrorKind::Data, path, "truncated header");
+  const std::string text(reinterpret_cast<const char*>(h), hlen);
 
   std::string descr;
   bool fortran = false;
@@ -263,7 +282,7 @@ HostImage read_npy(const std::string& path) {
     type = PixelType::U8;
   } else {
     fail(ErrorKind::Data, path,
-         "unsupported dtype '" + descr + "' (expected '<f4', '<u4' or '|u1')");
+         "unsupported dtype '" + printable(descr) + "' (expected '<f4', '<u4' or '|u1')");
   }
   if (fortran) fail(ErrorKind::Data, path, "Fortran-order arrays are not supported");
   if (shape.size() != 2 && shape.size() != 3) {
@@ -289,22 +308,15 @@ HostImage read_npy(const std::string& path) {
     fail(ErrorKind::Data, path, "array too large");
   }
   const size_t bytes = desc.bytes();
-
-  // Compare with the file size first, so a lying header cannot make us allocate gigabytes.
-  if (st.type() == fs::file_type::regular) {
-    const uintmax_t size = fs::file_size(path, ec);
-    const uintmax_t start = prefix + hlen;
-    if (!ec && (size < start || size - start < bytes)) {
-      fail(ErrorKind::Data, path,
-           "truncated: " + desc.str() + " needs " + std::to_string(bytes) +
-               " data bytes, file has " + std::to_string(size < start ? 0 : size - start));
-    }
+  // Compare with what is there first, so a lying header cannot make us allocate gigabytes.
+  if (size - pos < bytes) {
+    fail(ErrorKind::Data, path,
+         "truncated: " + desc.str() + " needs " + std::to_string(bytes) + " data bytes, file has " +
+             std::to_string(size - pos));
   }
 
   HostImage img(desc);
-  if (bytes > 0 && !read_exact(img.bytes(), bytes)) {
-    fail(ErrorKind::Data, path, "truncated: data ends early");
-  }
+  if (bytes > 0) std::memcpy(img.bytes(), data + pos, bytes);
   if (type != PixelType::U8 && !little_endian()) swap_f32(img.bytes(), bytes);
   return img;
 }

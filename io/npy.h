@@ -2,6 +2,8 @@
 // can be inspected with numpy.load and references can be made in Python.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "image.h"
@@ -17,5 +19,10 @@ void write_npy(const std::string& path, const HostImage& img);
 // Throws Error(NoInput) for a missing file, Error(Io) for an unreadable one, Error(Data) for
 // anything else it cannot represent.
 HostImage read_npy(const std::string& path);
+
+// The same in memory (the fuzz target's entry): the header write_npy writes for `desc`, and
+// an image parsed from a whole file's bytes. `name` is only used in error messages.
+std::string npy_header(const ImageDesc& desc);
+HostImage decode_npy(const std::string& name, const uint8_t* data, size_t size);
 
 }  // namespace lab::io

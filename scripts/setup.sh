@@ -39,6 +39,12 @@ extra=(
   fonts-dejavu-core  # the GUI's font on high-DPI screens
   xvfb xauth         # the windowed GUI test, with no display
 )
+# The sanitizer build and the fuzzers (scripts/sanitize.sh sets LAB_SETUP_SANITIZERS=1): clang
+# and its runtimes (Debian packages them apart; Ubuntu 22.04 ships them with clang).
+if [ "${LAB_SETUP_SANITIZERS:-0}" = 1 ]; then
+  extra+=(clang)
+  [ "${os%% *}" = debian ] && extra+=(libclang-rt-14-dev)
+fi
 # OpenGL without an NVIDIA driver (Mesa): the build machines' headless GUI. A Jetson has the
 # NVIDIA driver's GL (L4T), which these would only shadow.
 [ "$jetson" = 1 ] || extra+=(libegl-mesa0 libgl1-mesa-dri libglx-mesa0)

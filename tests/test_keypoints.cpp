@@ -343,7 +343,9 @@ TEST_SUITE("gpu") {
         r.run();
         CHECK(r.frame_ms() > 0);
         CHECK(r.launches().size() >= r.stages().size());
-        for (const auto& [s, img] : eager) {
+        for (const auto& slot : eager) {
+          const std::string& s = slot.first;
+          const HostImage& img = slot.second;
           const HostImage g = r.read_slot(s);
           CHECK_MESSAGE(std::equal(img.bytes(), img.bytes() + img.desc().bytes(), g.bytes()), s);
         }

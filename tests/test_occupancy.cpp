@@ -351,6 +351,12 @@ TEST_SUITE("cpu") {
 
 TEST_SUITE("cpu") {
   TEST_CASE("sm_87 resource table: every kernel of both math passes, plausible counts") {
+#if !defined(LAB_SM87_TABLE_BUILT)
+    // A build with LAB_SM87_TABLE=OFF (the sanitizer build, a quick GPU bundle) has no table:
+    // the Orin estimate then uses the running GPU's counts.
+    CHECK(lab::kSm87ResourceCount == 0);
+    return;
+#endif
     REQUIRE(lab::kSm87ResourceCount > 0);
     size_t precise = 0, fast = 0;
     for (size_t i = 0; i < lab::kSm87ResourceCount; ++i) {

@@ -259,8 +259,9 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("letterbox matches OpenCV on odd sizes and upscales") {
-    for (const auto& [sw, sh, wt, ht] : std::vector<std::array<int, 4>>{
+    for (const std::array<int, 4>& c : std::vector<std::array<int, 4>>{
              {1, 1, 5, 3}, {17, 13, 64, 48}, {17, 13, 5, 9}, {333, 777, 1000, 999}, {2, 3, 1, 1}}) {
+      const int sw = c[0], sh = c[1], wt = c[2], ht = c[3];
       INFO(sw << "x" << sh << " -> " << wt << "x" << ht);
       const HostImage src = io::synthetic_frame(sw, sh, 7, 3);
       const auto lb = run_ref("letterbox", {&src}, {{"width", wt}, {"height", ht}});

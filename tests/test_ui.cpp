@@ -390,8 +390,13 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("gui: a real window under Xvfb starts, renders and quits" *
             doctest::skip(std::system("command -v xvfb-run >/dev/null 2>&1") != 0)) {
-    const Shot s = screenshot("xvfb-run -a -s '-screen 0 1280x900x24' ",
-                              "--frames 4 --window 800x600 --device cpu --input synthetic:320x240");
+    // Under the sanitizer build, leaks are not checked here: glfwTerminate unloads Mesa's GLX
+    // driver, whose own leaks then have no frames a suppression could name. The headless GUI
+    // cases above check the lab's GUI code for leaks.
+    const Shot s = screenshot(
+        "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" "
+        "xvfb-run -a -s '-screen 0 1280x900x24' ",
+        "--frames 4 --window 800x600 --device cpu --input synthetic:320x240");
     REQUIRE(s.code == 0);
     CHECK(s.w == 800);
     CHECK(s.h == 600);

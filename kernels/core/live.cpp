@@ -17,6 +17,7 @@
 #include "live_sources.h"
 #include "paths.h"
 #include "pipeline.h"
+#include "printable.h"
 
 namespace lab {
 
@@ -86,15 +87,16 @@ LiveOptions read_live_options(const std::string& source, LiveOptions o) {
         char* end = nullptr;
         const long v = std::strtol(value.c_str(), &end, 10);
         if (value.empty() || *end || v < lo || v > hi)
-          throw Error(ErrorKind::Data, "@lab " + key + "=" + value + ": expected " +
-                                           std::to_string(lo) + " to " + std::to_string(hi));
+          throw Error(ErrorKind::Data, "@lab " + printable(key) + "=" + printable(value) +
+                                           ": expected " + std::to_string(lo) + " to " +
+                                           std::to_string(hi));
         return int(v);
       };
       if (key == "block") {
         const auto b = parse_wxh(value);
         if (!b || b->threads() > 1024 || b->x < 1 || b->y < 1)
           throw Error(ErrorKind::Data,
-                      "@lab block=" + value + ": expected WxH, at most 1024 threads");
+                      "@lab block=" + printable(value) + ": expected WxH, at most 1024 threads");
         o.block = *b;
       } else if (key == "px") {
         o.px = number(1, 64);
@@ -107,7 +109,7 @@ LiveOptions read_live_options(const std::string& source, LiveOptions o) {
       } else if (key == "lineinfo") {
         o.line_info = number(0, 1) == 1;
       } else {
-        throw Error(ErrorKind::Data, "@lab: unknown option '" + key +
+        throw Error(ErrorKind::Data, "@lab: unknown option '" + printable(key) +
                                          "' (block, px, rows, fast_math, maxrregcount, lineinfo)");
       }
     }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "printable.h"
 #include "paths.h"
 
 namespace lab {
@@ -93,7 +94,8 @@ PresetLoad preset_from_json(const std::string& text, const PipelineConfig& fallb
     out.pipeline = std::move(p);
   } catch (const std::exception& e) {
     out.pipeline = fallback;
-    out.warning = std::string("preset not usable (") + e.what() + "): using the defaults";
+    // The reason may quote the file (an unknown op's name): one line, cut short.
+    out.warning = "preset not usable (" + printable(e.what(), 200) + "): using the defaults";
   }
   return out;
 }

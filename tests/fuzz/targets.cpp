@@ -1,0 +1,145 @@
+#include "targets.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "check.h"
+#include "frame_source.h"
+#include "image_source.h"
+#include "live.h"
+#include "npy.h"
+#include "presets.h"
+
+namespace lab::fuzz {
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw FuzzFailure(what);
+}
+
+// Refusing bad input is the expected outcome; `kinds` are the ones a reader documents. Its
+// message must still be one line (the CLI prints it as one).
+template <class F>
+void refuses_cleanly(F&& f, std::initializer_list<ErrorKind> kinds) {
+  try {
+    f();
+  } catch (const Error& e) {
+    bool documented = false;
+    for (ErrorKind k : kinds) documented |= e.kind() == k;
+    require(documented, std::string("undocumented error kind for: ") + e.what());
+    require(std::strchr(e.what(), '\n') == nullptr, std::string("multi-line error: ") + e.what());
+  }
+}
+
+std::string text(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+}  // namespace
+
+void image(const uint8_t* data, size_t size) {
+  io::LoadOptions opt;
+  opt.max_pixels = 4'000'000;  // enough for every seed; keeps each run fast
+  opt.accept_truncated = size % 2 == 1;
+  refuses_cleanly(
+      [&] {
+        const HostImage img = io::decode_image("fuzz", data, size, opt);
+        const ImageDesc& d = img.desc();
+        require(d.type == PixelType::U8, "decoded image is not U8");
+        require(d.channels == 1 || d.channels == 3 || d.channels == 4,
+                "decoded image has " + std::to_string(d.channels) + " channels");
+        require(d.width > 0 && d.height > 0 && size_t(d.width) * size_t(d.height) <= opt.max_pixels,
+                "decoded image is " + d.str() + ", outside the cap");
+      },
+      {ErrorKind::Data, ErrorKind::Unavailable});
+}
+
+void npy(const uint8_t* data, size_t size) {
+  refuses_cleanly(
+      [&] {
+        const HostImage img = io::decode_npy("fuzz", data, size);
+        // The writer: its header and the same data must read back as the same image.
+        std::string file = io::npy_header(img.desc());
+        require(file.size() % 64 == 0, "npy header not padded to 64 bytes");
+        const size_t bytes = img.desc().bytes();  // 0 for a (0, W) array: no data pointer
+        if (bytes) file.append(reinterpret_cast<const char*>(img.bytes()), bytes);
+        const HostImage back =
+            io::decode_npy("fuzz", reinterpret_cast<const uint8_t*>(file.data()), file.size());
+        require(back.desc() == img.desc(), "npy round trip changed the shape");
+        require(bytes == 0 || std::memcmp(back.bytes(), img.bytes(), bytes) == 0,
+                "npy round trip changed the data");
+      },
+      {ErrorKind::Data});
+}
+
+void preset(const uint8_t* data, size_t size) {
+  // preset_from_json never throws: anything it cannot use is a warning and the fallback.
+  const PresetLoad first = preset_from_json(text(data, size));
+  require(first.warning.find('\n') == std::string::npos, "multi-line warning: " + first.warning);
+  if (!first.warning.empty()) return;
+  const std::string json = preset_to_json(first.pipeline);
+  const PresetLoad again = preset_from_json(json);
+  require(again.warning.empty(), "a preset the lab wrote is refused: " + again.warning);
+  require(preset_to_json(again.pipeline) == json, "preset round trip changed the pipeline");
+}
+
+void live_options(const uint8_t* data, size_t size) {
+  refuses_cleanly(
+      [&] {
+        const std::string source = text(data, size);
+        const LiveOptions o = read_live_options(source, LiveOptions{});
+        require(o.block.x >= 1 && o.block.y >= 1 && o.block.threads() <= 1024,
+                "accepted block " + o.block.str());
+        const LiveOptions back = read_live_options(with_live_options(source, o), LiveOptions{});
+        require(back.block == o.block && back.px == o.px && back.rows == o.rows &&
+                    back.fast_math == o.fast_math && back.max_regs == o.max_regs &&
+                    back.line_info == o.line_info,
+                "@lab line round trip changed the options");
+      },
+      {ErrorKind::Data});
+}
+
+void nvrtc_log(const uint8_t* data, size_t size) {
+  const std::string log = text(data, size);
+  for (const LiveDiagnostic& d : parse_nvrtc_log(log)) {
+    require(d.line >= 0, "diagnostic at line " + std::to_string(d.line));
+    require(d.message.find('\n') == std::string::npos, "diagnostic spans lines");
+    require(d.message.size() <= log.size() + 32, "diagnostic longer than the log");
+  }
+}
+
+void source_spec(const uint8_t* data, size_t size) {
+  refuses_cleanly(
+      [&] {
+        const io::SourceSpec s = io::parse_source_spec(text(data, size));
+        switch (s.kind) {
+          case io::SourceSpec::Synthetic:
+            require(s.width >= 1 && s.height >= 1 && s.width <= 16384 && s.height <= 16384,
+                    "synthetic size " + std::to_string(s.width) + "x" + std::to_string(s.height));
+            require(s.fps > 0 && s.fps <= 1000, "synthetic fps " + std::to_string(s.fps));
+            break;
+          case io::SourceSpec::Camera:
+            require(s.camera >= 0 && s.camera <= 255, "camera " + std::to_string(s.camera));
+            require(s.fps >= 0 && s.fps <= 1000 && !std::isnan(s.fps), "camera fps");
+            require(s.width >= 0 && s.height >= 0, "camera size");
+            break;
+          case io::SourceSpec::GStreamer:
+          case io::SourceSpec::Path:
+            require(!s.text.empty(), "empty pipeline or path accepted");
+            break;
+        }
+      },
+      {ErrorKind::Usage});
+}
+
+const Target* targets(size_t* count) {
+  static const Target all[] = {
+      {"image", image},         {"npy", npy},
+      {"preset", preset},       {"live_options", live_options},
+      {"nvrtc_log", nvrtc_log}, {"source_spec", source_spec},
+  };
+  *count = sizeof(all) / sizeof(all[0]);
+  return all;
+}
+
+}  // namespace lab::fuzz

@@ -1,0 +1,42 @@
+// Fuzz targets: the lab's readers of outside data, each a function of a byte string, so that
+// libFuzzer (tests/fuzz/fuzz_main.cpp, clang's -fsanitize=fuzzer) and the plain test suite
+// (tests/test_fuzz.cpp replays tests/fuzz/corpus/) call the same code.
+//
+// A target returns normally for any input, valid or not: refusing bad input with lab::Error is
+// the expected outcome. It throws FuzzFailure when the code under test broke a promise (a decoded
+// image of a shape it cannot have, a round trip that changes the data); anything else that
+// escapes (another exception, a crash, a sanitizer report, a hang) is a finding too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace lab::fuzz {
+
+struct FuzzFailure : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+// io::decode_image (PNG, JPEG, BMP, PNM, TIFF, WebP told by signature), capped at 4 Mpx.
+void image(const uint8_t* data, size_t size);
+// io::decode_npy, and for what it accepts, npy_header + data decoded again (the writer).
+void npy(const uint8_t* data, size_t size);
+// preset_from_json, and for a preset it uses as it is, the JSON it writes read back.
+void preset(const uint8_t* data, size_t size);
+// read_live_options (the `// @lab` line), and what it accepts written and read back.
+void live_options(const uint8_t* data, size_t size);
+// parse_nvrtc_log.
+void nvrtc_log(const uint8_t* data, size_t size);
+// io::parse_source_spec (synthetic:WxH@FPS, camera:N:WxH@FPS, gst:...).
+void source_spec(const uint8_t* data, size_t size);
+
+struct Target {
+  const char* name;  // also the corpus folder: tests/fuzz/corpus/<name>/
+  void (*run)(const uint8_t*, size_t);
+};
+// All of the above, in this order.
+const Target* targets(size_t* count);
+
+}  // namespace lab::fuzz
