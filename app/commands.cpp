@@ -19,6 +19,7 @@
 #include "bench_report.h"
 #include "capture.h"
 #include "frame_source.h"
+#include "keypoint_slots.h"
 #include "npy.h"
 #include "live.h"
 #include "measure.h"
@@ -786,11 +787,11 @@ void dump_slots(const Runner& r, const std::string& folder) {
       continue;
     }
     HostImage img = r.read_slot(slot.name);
-    if (slot.name == "keypoints") {
+    if (slot.name == slots::kKeypoints) {
       rows = keypoint_order(img, index_width);
       have_rows = true;
       img = take_rows(img, rows, true);
-    } else if (have_rows && (slot.name == "patches" || slot.name == "descriptors")) {
+    } else if (have_rows && (slot.name == slots::kPatches || slot.name == slots::kDescriptors)) {
       img = take_rows(img, rows, false);
     }
     io::write_npy(path, img);

@@ -8,13 +8,18 @@
 # the GUI, a bad kernel under compute-sanitizer; "measure": the GUI's timings against bench's on
 # one input, the first launch without the queue-ahead delay, hardware counters against ncu
 # (scripts/compare_counters.py). LAB_PROOF_SECTIONS picks sections (default:
-# "tests gui sanitizer bench torch upload labs live measure"; "gputests" runs the GPU suite alone).
+# "tests gui sanitizer bench torch upload labs live measure toy"; "gputests" runs the GPU suite
+# alone).
 # Logs go to $OUT (or ./out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
 mkdir -p "$out"
-export LAB_DATA_DIR=$here/data LAB_CLI=$here/bin/kernel-lab LAB_EXAMPLES_DIR=$here/examples/kernels
+# The binaries travel compressed; the test data, examples and corpus are the repository's.
+[ -d "$here/bin" ] || tar -xJf "$here/bin.tar.xz" -C "$here"
+repo=$(cd "$here/.." && pwd)
+export LAB_DATA_DIR=$repo/tests/data LAB_CLI=$here/bin/kernel-lab
+export LAB_EXAMPLES_DIR=$repo/examples/kernels LAB_FUZZ_CORPUS=$repo/tests/fuzz/corpus
 # The GUI's libraries (bundle/lib) and the GL loader packages carried in .gl (shared/GPU.md).
 # cuBLAS (the matmul playground's ceiling) and NVRTC (live kernels) from the CUDA toolkit.
 export LD_LIBRARY_PATH=$here/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -33,7 +38,7 @@ step() {
   "$@"
   echo "=== exit $? ($((SECONDS - t0)) s)"
 }
-sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch upload labs live measure} "
+sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch upload labs live measure toy} "
 uname -r  # Firecracker (-fc-...-gpu): counters and compute-sanitizer work; gVisor (4.4.0): not
 want() { [[ $sections == *" $1 "* ]]; }
 [ "${LAB_PROOF_BENCH:-1}" = 0 ] && sections=${sections/ bench / }
@@ -42,21 +47,25 @@ want tests && {
   step "$here/bin/lab_tests" --test-suite=gpu
   step "$here/bin/lab_tests" --test-suite=cpu
   step "$lab" check
-  step "$lab" check --input "$here/data/chessboard.png" --size 3840x2160
+  step "$lab" check --input "$LAB_DATA_DIR/chessboard.png" --size 3840x2160
 } 2>&1 | tee "$out/tests.log"
+want toy && {  # adding an op is one file and one line: the toy op, checked and benched on the GPU
+  step "$here/toy_op_test.sh" "$here/bin/kernel-lab-toy"
+  step "$here/bin/kernel-lab-toy" check --lab toy --size 1000
+} 2>&1 | tee "$out/toy.log"
 want gputests && {  # the GPU suite alone (the tests section runs it with the rest)
   step "$here/bin/lab_tests" --test-suite=gpu
 } 2>&1 | tee "$out/gputests.log" | grep -E "^===|test cases|assertions|ERROR|FAILED"
 want gui && {  # the GUI headless on the GPU (EGL + interop): a screenshot, and the whole-frame timings
   step "$lab" gui --headless --frames 300 --window 1600x900 --input synthetic:1920x1080@1000 --screenshot "$out/gui-gpu.png"
   step "$lab" gui --headless --frames 300 --window 1600x900 --graph --input synthetic:1920x1080@1000
-  step "$lab" gui --headless --frames 300 --window 1600x900 --input "$here/data/box_in_scene.png"
+  step "$lab" gui --headless --frames 300 --window 1600x900 --input "$LAB_DATA_DIR/box_in_scene.png"
   step "$lab" gui --headless --frames 3000 --free-run --window 1600x900 --input synthetic:1920x1080@1000
   step "$lab" gui --headless --frames 3000 --free-run --graph --window 1600x900 --input synthetic:1920x1080@1000
 } 2>&1 | tee "$out/gui.log"
 want sanitizer && {
   inputs=("synthetic:640x480 --size 320x184" "synthetic:1x1 --size 1x1" "synthetic:17x13 --size 17x13"
-          "$here/data/brick.png --size 257x131" "$here/data/chessboard.png --size 333x211")
+          "$LAB_DATA_DIR/brick.png --size 257x131" "$LAB_DATA_DIR/chessboard.png --size 333x211")
   for tool in memcheck initcheck; do
     for in in "${inputs[@]}"; do
       # shellcheck disable=SC2086
@@ -64,9 +73,9 @@ want sanitizer && {
     done
   done
   step "$san" --tool racecheck --error-exitcode 99 "$lab" check --input synthetic:640x480 --size 320x184
-  step "$san" --tool racecheck --error-exitcode 99 "$lab" check --input "$here/data/brick.png" --size 257x131 --stage nms --stage topk --stage sample --stage l2norm
-  step "$san" --tool synccheck --error-exitcode 99 "$lab" check --input "$here/data/brick.png" --size 257x131 --stage topk --stage l2norm
-  step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$here/data/brick.png" --size 257x131
+  step "$san" --tool racecheck --error-exitcode 99 "$lab" check --input "$LAB_DATA_DIR/brick.png" --size 257x131 --stage nms --stage topk --stage sample --stage l2norm
+  step "$san" --tool synccheck --error-exitcode 99 "$lab" check --input "$LAB_DATA_DIR/brick.png" --size 257x131 --stage topk --stage l2norm
+  step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$LAB_DATA_DIR/brick.png" --size 257x131
 } 2>&1 | tee "$out/sanitizer.log" | grep -E "^===|ERROR SUMMARY|RACECHECK SUMMARY|configurations"
 want bench && {
   step "$lab" bench --sweep-variants --input synthetic:1920x1080 --size 1280x736 --reps 200
@@ -76,7 +85,7 @@ want bench && {
   step "$lab" bench --sweep-variants --sweep-blocks --input synthetic:3840x2160 --size 3840x2160 --reps 50 --csv --out "$out/sweep-3840x2160.csv"
 } 2>&1 | tee "$out/bench.log"
 if want torch && python3 -c "import torch" 2>/dev/null; then
-  step python3 "$here/torch_pipeline.py" --lab "$lab" --topk-input "$here/data/graf1.png" 2>&1 | tee "$out/torch.log"
+  step python3 "$here/torch_pipeline.py" --lab "$lab" --topk-input "$LAB_DATA_DIR/graf1.png" 2>&1 | tee "$out/torch.log"
 fi
 want upload && {  # the upload modes against the frame already on the GPU (1080p BGR)
   step "$lab" bench --stage letterbox --input synthetic:1920x1080 --reps 300
@@ -109,14 +118,14 @@ want live && {  # live kernels: copies against the kernels that ship, compile to
   step "$lab" check --pipeline harris --input synthetic:3840x2160 --size 3840x2160 --stage blur --kernel-file "$t/blur_v6.cu" --replace blur --quick
   step "$lab" bench --pipeline harris --input synthetic:3840x2160 --size 3840x2160 --stage blur --sweep-variants --kernel-file "$t/blur_v6.cu" --replace blur --reps 200
   step "$lab" bench --pipeline harris --input synthetic:3840x2160 --size 3840x2160 --stage harris --sweep-variants --kernel-file "$t/harris_v3.cu" --replace harris --reps 200
-  step "$lab" check --pipeline harris --stage blur --kernel-file "$here/examples/kernels/blur_smem.cu" --replace blur
-  step "$lab" gui --headless --frames 60 --window 1600x900 --pipeline harris --kernel-file "$here/examples/kernels/blur_smem.cu" --replace blur --screenshot "$out/gui-live.png"
+  step "$lab" check --pipeline harris --stage blur --kernel-file "$LAB_EXAMPLES_DIR/blur_smem.cu" --replace blur
+  step "$lab" gui --headless --frames 60 --window 1600x900 --pipeline harris --kernel-file "$LAB_EXAMPLES_DIR/blur_smem.cu" --replace blur --screenshot "$out/gui-live.png"
   printf '__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n  const int x = lab_x(), y = lab_y();\n  if (!inside(out[0], x, y)) return;\n  out[0].at(x, y) = in[0].at(x, y + 3);\n}\n' > "$t/oob.cu"
   step "$san" --tool memcheck --error-exitcode 99 "$lab" check --pipeline harris --input synthetic:64x48 --size 64x48 --stage blur --kernel-file "$t/oob.cu" --replace blur --quick
   rm -rf "$t"
 } 2>&1 | tee "$out/live.log" | grep -E "^===|ERROR SUMMARY|configurations|kernel:|user|gui: live"
 want measure && {  # one way to measure: the GUI against bench, counters against ncu
-  img=$here/data/box_in_scene.png
+  img=$LAB_DATA_DIR/box_in_scene.png
   step "$lab" bench --input "$img" --reps 300
   step "$lab" gui --headless --frames 300 --window 1600x900 --input "$img" --screenshot "$out/gui-timings.png"
   step "$lab" gui --headless --frames 300 --window 1600x900 --input "$img" --graph
@@ -125,7 +134,7 @@ want measure && {  # one way to measure: the GUI against bench, counters against
   step "$lab" bench --input "$img" --counters --sweep-variants --stage blur --stage harris
   step "$lab" bench --print-ncu
   for size in 1280x736 3840x2160; do
-    step python3 "$here/compare_counters.py" --lab "$lab" -- --input "$here/data/graf1.png" --size $size
+    step python3 "$here/compare_counters.py" --lab "$lab" -- --input "$LAB_DATA_DIR/graf1.png" --size $size
   done
 } 2>&1 | tee "$out/measure.log"
 exit 0

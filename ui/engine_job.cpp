@@ -8,6 +8,7 @@
 #include <future>
 
 #include "app_state.h"
+#include "keypoint_slots.h"
 #include "measure.h"
 #include "stats.h"
 
@@ -164,8 +165,8 @@ FrameResult run_job(Runner& r, JobInput in) {
     bool known = false;
     for (const SlotInfo& s : out.slots) {
       known = known || s.name == out.shown_name;
-      if (s.name == "nms") out.keypoint_space = s.desc;
-      if (s.name == "keypoints") out.keypoints_k = s.desc.width;
+      if (s.name == slots::kNms) out.keypoint_space = s.desc;
+      if (s.name == slots::kKeypoints) out.keypoints_k = s.desc.width;
     }
     if (!known) out.shown_name = out.lab ? out.slots.back().name : out.slots[0].name;
     const ImageRef src = display_view(r.slot_ref(out.shown_name));
@@ -202,7 +203,7 @@ FrameResult run_job(Runner& r, JobInput in) {
       out.shown_range = {rg.lo, rg.hi};
     }
     if (out.keypoints_k > 0) {
-      const ImageRef kp = r.slot_ref("keypoints");
+      const ImageRef kp = r.slot_ref(slots::kKeypoints);
       if (out.shown_on_device) {  // written together with the texture (one map / unmap)
         Staging& st = *in.staging;
         if (st.keypoints.desc() != kp.desc) st.keypoints = DeviceImage(kp.desc);
@@ -213,7 +214,7 @@ FrameResult run_job(Runner& r, JobInput in) {
                                .hi;
         out.keypoints_on_device = true;
       } else {
-        out.keypoints = r.read_slot("keypoints");
+        out.keypoints = r.read_slot(slots::kKeypoints);
         const auto v = out.keypoints.view<float>();
         for (int i = 0; i < v.width; ++i)
           out.keypoint_max = std::max(out.keypoint_max, v.at(i, 0, 2));

@@ -8,4 +8,17 @@ __device__ __forceinline__ int clampi(int v, int lo, int hi) {
   return min(max(v, lo), hi);
 }
 
+// The TH x TW inputs whose top-left is (x0, y0), their coordinates clamped to the image (border
+// replicate), staged into a shared tile by the block's THREADS threads together; `tid` is this
+// thread's index in the block. Every thread must call it (the caller's __syncthreads() follows).
+template <int TW, int THREADS, int TH, int PITCH, class View>
+__device__ __forceinline__ void load_tile_clamped(float (&tile)[TH][PITCH], const View& src, int x0,
+                                                  int y0, int tid) {
+  for (int i = tid; i < TW * TH; i += THREADS) {
+    const int ty = i / TW, tx = i - ty * TW;
+    tile[ty][tx] =
+        __ldg(&src.at(clampi(x0 + tx, 0, src.width - 1), clampi(y0 + ty, 0, src.height - 1)));
+  }
+}
+
 }  // namespace lab

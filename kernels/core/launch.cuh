@@ -1,7 +1,10 @@
 // The one launch helper every op uses. Device-compiled code only (it contains <<<>>>).
 #pragma once
 
+#include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "device_util.cuh"
 #include "op.h"
@@ -26,6 +29,45 @@ void library_call(LaunchContext& ctx, const char* name, F&& call) {
   ctx.before_launch(nullptr, name, dim3(1), dim3(1), 0);
   LAB_CUDA_CHECK(call());
   ctx.after_launch();
+}
+
+// A kernel whose block shape is a template parameter (static shared tiles, unrolled loops) exists
+// only for the shapes instantiated. BlockInstances names them once: the variant's allowed blocks
+// (blocks()) and the launcher's dispatch (dispatch()) both come from that one list, so they
+// cannot drift. Each instance is `B<X, Y>`; the launch functor is called with
+// std::integral_constant<int, X> and <int, Y> (a generic lambda reads them as constants):
+//   using Tiles = BlockInstances<B<32, 8>, B<16, 16>>;
+//   Tiles::dispatch(a.block, "blur v3_smem_tile",
+//                   [&](auto x, auto y) { launch_tile<x.value, y.value>(ctx, a); });
+template <int X, int Y>
+struct B {};
+
+template <class... Bs>
+struct BlockInstances;
+
+template <int... X, int... Y>
+struct BlockInstances<B<X, Y>...> {
+  static std::vector<Block> blocks() { return {Block{X, Y}...}; }
+
+  template <class F>
+  static void dispatch(Block b, const char* what, F&& launch_instance) {
+    const bool found = ((b == Block{X, Y} ? (launch_instance(std::integral_constant<int, X>{},
+                                                             std::integral_constant<int, Y>{}),
+                                             true)
+                                          : false) ||
+                        ...);
+    if (found) return;
+    std::string list;
+    for (const Block& i : blocks()) list += (list.empty() ? "" : ", ") + i.str();
+    throw Error(ErrorKind::Usage,
+                std::string(what) + ": no instantiation for block " + b.str() + " (" + list + ")");
+  }
+};
+
+// A kernel's name with its template shape: "blur_v3_smem_tile<32,8>". Records keep a pointer
+// to the name, so a launcher stores it in a function-local static of its own (one per instance).
+inline std::string instance_name(const char* base, int x, int y) {
+  return std::string(base) + "<" + std::to_string(x) + "," + std::to_string(y) + ">";
 }
 
 // Grid covering a w x h image with `block`; grids overshoot, kernels bounds-check.

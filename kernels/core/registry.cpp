@@ -1,14 +1,20 @@
 #include "registry.h"
 
+// The op list; a test build names another that includes this one and adds an op
+// (tests/toy/toy_ops.def).
+#ifndef LAB_OPS_DEF
+#define LAB_OPS_DEF "ops.def"
+#endif
+
 namespace lab {
 // Each op file defines <name>_op() in both math passes (kernels/core/ops.def lists them).
 #define LAB_OP(name, ...) OpDef name##_op();
 #define LAB_PLAYGROUND(name, ...) OpDef name##_op();
 namespace ops::precise {
-#include "ops.def"
+#include LAB_OPS_DEF
 }  // namespace ops::precise
 namespace ops::fast {
-#include "ops.def"
+#include LAB_OPS_DEF
 }  // namespace ops::fast
 #undef LAB_OP
 #undef LAB_PLAYGROUND
@@ -61,7 +67,7 @@ const std::vector<Op>& registry() {
   entry(ops::precise::name##_op(), ops::fast::name##_op(), pipelines, live, ""),
 #define LAB_PLAYGROUND(name, live, sizes) \
   entry(ops::precise::name##_op(), ops::fast::name##_op(), 0, live, sizes),
-#include "ops.def"
+#include LAB_OPS_DEF
 #undef LAB_OP
 #undef LAB_PLAYGROUND
   };

@@ -9,36 +9,11 @@
 
 #include "delay.h"
 #include "live.h"
-#include "sm87_resources.h"
 
 namespace lab {
 
 const char* backend_name(Backend b) {
   return b == Backend::Cuda ? "cuda" : "cpu";
-}
-
-const char* upload_mode_name(UploadMode m) {
-  switch (m) {
-    case UploadMode::Pageable:
-      return "pageable";
-    case UploadMode::Pinned:
-      return "pinned";
-    case UploadMode::Mapped:
-      return "mapped";
-  }
-  return "?";
-}
-
-std::optional<UploadMode> parse_upload_mode(const std::string& s) {
-  for (UploadMode m : {UploadMode::Pageable, UploadMode::Pinned, UploadMode::Mapped})
-    if (s == upload_mode_name(m)) return m;
-  return std::nullopt;
-}
-
-UploadMode default_upload_mode() {
-  const DeviceInfo& d = device_info();
-  if (!d.present) return UploadMode::Pageable;
-  return d.integrated ? UploadMode::Mapped : UploadMode::Pinned;
 }
 
 // The LaunchContext a stage's launcher sees: the runner's stream, the stage's scratch memory,
@@ -71,76 +46,20 @@ class Runner::Context : public LaunchContext {
 
   void before_launch(const void* func, const char* name, dim3 grid, dim3 block,
                      size_t smem) override {
-    if (!func) {  // a library call (CUB): timed as one launch, its kernels are not ours to check
-      record(nullptr, name, grid, block, smem);
-      return;
-    }
-    const FuncInfo& fi = m_r.func_info(func);
-    const int threads = int(block.x * block.y * block.z);
-    if (threads > fi.attrs.max_threads)
-      throw Error(ErrorKind::Refused, std::string(name) + ": " + std::to_string(threads) +
-                                          " threads per block; this kernel can launch at most " +
-                                          std::to_string(fi.attrs.max_threads));
-    if (grid.y > 65535 || grid.z > 65535 || grid.x == 0 || grid.y == 0 || grid.z == 0)
-      throw Error(ErrorKind::Refused, std::string(name) + ": grid " + std::to_string(grid.x) + "x" +
-                                          std::to_string(grid.y) + "x" + std::to_string(grid.z) +
-                                          " is outside CUDA's limits (y and z at most 65535)");
-    const DeviceInfo& dev = device_info();
-    if (fi.attrs.static_smem + smem > dev.smem_per_block)
-      throw Error(ErrorKind::Refused, std::string(name) + ": needs " +
-                                          std::to_string(fi.attrs.static_smem + smem) +
-                                          " bytes of shared memory per block, the device gives " +
-                                          std::to_string(dev.smem_per_block));
-    record(func, name, grid, block, smem);
+    m_r.m_rec.refuse_if_unlaunchable(func, name, grid, block, smem);
+    if (m_r.m_flush_each) m_r.enqueue_l2_flush();  // outside the launch's event pair and range
+    m_r.m_rec.begin(m_r.m_stream, m_stage, m_cfg.label(), func, name, grid, block, smem);
   }
 
-  void after_launch() override {
-    close_range();
-    if (!m_r.m_untimed_launches)
-      LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[m_r.m_launches.size() - 1].second, m_r.m_stream));
-    LAB_CUDA_CHECK(cudaGetLastError());
-  }
+  void after_launch() override { m_r.m_rec.end(m_r.m_stream); }
 
   // A launcher that throws between before_launch and after_launch leaves no range open.
-  ~Context() override { close_range(); }
+  ~Context() override { m_r.m_rec.close_range(); }
 
  private:
-  void record(const void* func, const char* name, dim3 grid, dim3 block, size_t smem) {
-    LaunchRecord rec;
-    rec.stage = m_stage;
-    rec.kernel = name;
-    rec.func = func;
-    rec.grid = grid;
-    rec.block = block;
-    rec.dyn_smem = smem;
-    if (m_r.m_flush_each) m_r.enqueue_l2_flush();
-    const size_t n = m_r.m_launches.size();
-    while (m_r.m_events.size() <= n) {
-      cudaEvent_t a, b;
-      LAB_CUDA_CHECK(cudaEventCreate(&a));
-      LAB_CUDA_CHECK(cudaEventCreate(&b));
-      m_r.m_events.emplace_back(a, b);
-    }
-    m_r.m_launches.push_back(std::move(rec));
-    // Inside a graph capture the launches are timed as a whole, by the graph's event pair.
-    if (!m_r.m_untimed_launches)
-      LAB_CUDA_CHECK(cudaEventRecord(m_r.m_events[n].first, m_r.m_stream));
-    nvtxRangePushA(name);
-    if (m_r.m_ranges) m_r.m_ranges->push(m_cfg.label() + " " + name);
-    m_open = true;
-  }
-
-  void close_range() {
-    if (!m_open) return;
-    m_open = false;
-    if (m_r.m_ranges) m_r.m_ranges->pop();
-    nvtxRangePop();
-  }
-
   Runner& m_r;
   size_t m_stage;
   const ResolvedStage& m_cfg;
-  bool m_open = false;
 };
 
 namespace {
@@ -168,23 +87,16 @@ Runner::Runner(Backend backend) : m_backend(backend) {
       throw Error(ErrorKind::Unavailable,
                   "no usable CUDA device (" + d.why_absent + "); run with --device cpu");
     LAB_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
-    LAB_CUDA_CHECK(cudaStreamCreateWithFlags(&m_copy_stream, cudaStreamNonBlocking));
-    for (cudaEvent_t& e : m_up_ev) LAB_CUDA_CHECK(cudaEventCreate(&e));
-    m_upload = default_upload_mode();
+    m_up = std::make_unique<Uploader>(m_stream);
   }
 }
 
 Runner::~Runner() {
   reset_graph();
   if (m_stream) cudaStreamSynchronize(m_stream);
-  if (m_copy_stream) cudaStreamSynchronize(m_copy_stream);
-  free_pinned();
-  for (cudaEvent_t e : m_up_ev)
-    if (e) cudaEventDestroy(e);
-  if (m_copy_stream) cudaStreamDestroy(m_copy_stream);
+  m_up.reset();  // its copies done, its staging freed
   for (cudaEvent_t e : m_graph_ev)
     if (e) cudaEventDestroy(e);
-  for (auto& [a, b] : m_events) cudaEventDestroy(a), cudaEventDestroy(b);
   if (m_stream) cudaStreamDestroy(m_stream);
 }
 
@@ -202,7 +114,7 @@ void Runner::configure_lab(const PipelineConfig& pipeline, const LabInputs& in) 
   Slot& input = m_slots.at("input");
   input.mapped = ImageRef{};
   if (m_backend == Backend::Cuda) {
-    LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
+    m_up->wait_copies();
     upload(in.slots[0].second, input.dev, m_stream);
   } else {
     input.host = in.slots[0].second;
@@ -260,8 +172,7 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
     if (slot.desc == desc && (slot.dev.data() || slot.host.bytes())) continue;
     if (name == "input") {  // the upload buffers follow the input's shape
       if (m_stream) LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-      if (m_copy_stream) LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
-      free_pinned();
+      if (m_up) m_up->release();
       m_input_spare = DeviceImage();
       slot.mapped = ImageRef{};
     }
@@ -321,82 +232,11 @@ void Runner::reset_graph() {
 }
 
 void Runner::set_upload_mode(UploadMode m) {
-  if (m == m_upload) return;
-  if (m_backend == Backend::Cuda) {
-    LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-    LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
-  }
-  free_pinned();
+  if (!m_up || m == m_up->mode()) return;
+  m_up->set_mode(m);
   auto it = m_slots.find("input");
   if (it != m_slots.end()) it->second.mapped = ImageRef{};
-  m_upload = m;
   reset_graph();  // a graph captured the input's address
-}
-
-void Runner::free_pinned() {
-  if (m_pinned.host) cudaFreeHost(m_pinned.host);
-  m_pinned = PinnedBuffer{};
-}
-
-// The frame into page-locked memory: contiguous rows for a copy, rows padded (16 zeroed spare
-// bytes, as DeviceImage's) when the kernels read it in place.
-void Runner::stage_pinned(const HostImage& img, bool mapped) {
-  const ImageDesc& d = img.desc();
-  const size_t pitch = mapped ? (d.row_bytes() + 16 + 255) / 256 * 256 : d.row_bytes();
-  const size_t bytes = pitch * size_t(d.height);
-  if (m_pinned.host && (m_pinned.mapped != mapped || m_pinned.bytes != bytes)) {
-    LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
-    LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-    free_pinned();
-  }
-  if (!m_pinned.host) {
-    LAB_CUDA_CHECK(
-        cudaHostAlloc(&m_pinned.host, bytes, mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
-    std::memset(m_pinned.host, 0, bytes);
-    if (mapped) LAB_CUDA_CHECK(cudaHostGetDevicePointer(&m_pinned.dev, m_pinned.host, 0));
-    m_pinned.pitch = pitch, m_pinned.bytes = bytes, m_pinned.mapped = mapped;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int y = 0; y < d.height; ++y)
-    std::memcpy(static_cast<char*>(m_pinned.host) + size_t(y) * pitch,
-                img.bytes() + size_t(y) * img.pitch(), d.row_bytes());
-  m_staging_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Sends `img` into `dst` in the upload mode. Pinned: asynchronous on the copy stream, the
-// compute stream waits on its end event (unless the caller orders it later); pageable: synchronous.
-void Runner::send_input(const HostImage& img, DeviceImage& dst, bool order_compute) {
-  const ImageDesc& d = img.desc();
-  if (m_upload == UploadMode::Pageable) {
-    LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[0], m_stream));
-    LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), img.bytes(), img.pitch(),
-                                     d.row_bytes(), size_t(d.height), cudaMemcpyHostToDevice,
-                                     m_stream));
-    LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[1], m_stream));
-    LAB_CUDA_CHECK(cudaEventSynchronize(m_up_ev[1]));
-    float ms = 0;
-    LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_up_ev[0], m_up_ev[1]));
-    m_upload_ms = ms, m_staging_ms = 0;
-    return;
-  }
-  // The staging buffer is reused: the previous copy out of it must be done.
-  LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
-  const void* src = img.bytes();
-  size_t src_pitch = img.pitch();
-  if (img.pinned()) {  // captured into page-locked memory: the DMA reads it where it is
-    m_inflight = img.storage_handle();
-    m_staging_ms = 0;
-  } else {
-    stage_pinned(img, false);
-    src = m_pinned.host, src_pitch = m_pinned.pitch;
-  }
-  LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[0], m_copy_stream));
-  LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), src, src_pitch, d.row_bytes(),
-                                   size_t(d.height), cudaMemcpyHostToDevice, m_copy_stream));
-  LAB_CUDA_CHECK(cudaEventRecord(m_up_ev[1], m_copy_stream));
-  if (order_compute) LAB_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_up_ev[1], 0));
-  m_upload_pending = true;
 }
 
 void Runner::set_input(const HostImage& img) {
@@ -409,23 +249,19 @@ void Runner::set_input(const HostImage& img) {
     s.host = img;
     return;
   }
-  if (m_upload == UploadMode::Mapped) {
+  if (m_up->mode() == UploadMode::Mapped) {
     // The kernels read this memory in place: the previous frame must be done with it.
     LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-    const auto t0 = std::chrono::steady_clock::now();
-    stage_pinned(img, true);
-    m_upload_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const ImageRef ref{s.desc, m_pinned.dev, m_pinned.pitch};
+    const ImageRef ref = m_up->map(img);
     if (s.mapped.data != ref.data) reset_graph();  // a captured graph holds the old address
     s.mapped = ref;
     return;
   }
-  send_input(img, s.dev);
+  m_up->send(img, s.dev);
 }
 
 void Runner::run_overlapped(const HostImage& next) {
-  if (m_backend != Backend::Cuda || m_upload != UploadMode::Pinned || m_use_graph) {
+  if (m_backend != Backend::Cuda || m_up->mode() != UploadMode::Pinned || m_use_graph) {
     run();
     set_input(next);
     return;
@@ -437,10 +273,10 @@ void Runner::run_overlapped(const HostImage& next) {
   // The next frame's copy is queued first, so that it runs under this frame's kernels whatever
   // the host does while it enqueues them; the spare buffer is free (the last frame that read it
   // has been collected). The compute stream waits for the copy only after this frame's stages.
-  send_input(next, m_input_spare, false);
-  m_launches.clear();
+  m_up->send(next, m_input_spare, false);
+  m_rec.clear();
   enqueue_all();  // this frame, on the current input
-  LAB_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_up_ev[1], 0));
+  m_up->order_compute();
   collect();
   std::swap(in.dev, m_input_spare);  // the next run reads what was just sent
 }
@@ -500,14 +336,14 @@ void Runner::enqueue_all() {
   }
   if (!m_use_graph) {  // one event pair around the frame, none per launch
     LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[0], m_stream));
-    m_untimed_launches = true;  // (the launches skip their own event records)
+    m_rec.set_untimed(true);  // (the launches skip their own event records)
     try {
       stages();
     } catch (...) {
-      m_untimed_launches = false;
+      m_rec.set_untimed(false);
       throw;
     }
-    m_untimed_launches = false;
+    m_rec.set_untimed(false);
     LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[1], m_stream));
     m_frame_pair = true;
     return;
@@ -518,13 +354,13 @@ void Runner::enqueue_all() {
     m_use_graph = false;
     const bool per_launch = m_per_launch;
     m_per_launch = true;
-    m_launches.clear();
+    m_rec.clear();
     enqueue_all();
     collect();
     m_use_graph = true;
     m_per_launch = per_launch;
-    m_launches.clear();
-    m_untimed_launches = true;
+    m_rec.clear();
+    m_rec.set_untimed(true);
     LAB_CUDA_CHECK(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeThreadLocal));
     try {
       stages();
@@ -533,15 +369,15 @@ void Runner::enqueue_all() {
       cudaStreamEndCapture(m_stream, &g);
       if (g) cudaGraphDestroy(g);
       cudaGetLastError();
-      m_untimed_launches = false;
+      m_rec.set_untimed(false);
       throw;
     }
-    m_untimed_launches = false;
+    m_rec.set_untimed(false);
     LAB_CUDA_CHECK(cudaStreamEndCapture(m_stream, &m_graph));
     LAB_CUDA_CHECK(cudaGraphInstantiateWithFlags(&m_graph_exec, m_graph, 0));
-    m_graph_launches = m_launches;
+    m_graph_launches = m_rec.launches();
   }
-  m_launches = m_graph_launches;
+  m_rec.launches() = m_graph_launches;
   LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[0], m_stream));
   LAB_CUDA_CHECK(cudaGraphLaunch(m_graph_exec, m_stream));
   LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[1], m_stream));
@@ -551,40 +387,19 @@ void Runner::enqueue_all() {
 void Runner::collect() {
   if (m_backend == Backend::Cpu) return;
   LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-  if (m_upload_pending) {
-    LAB_CUDA_CHECK(cudaEventSynchronize(m_up_ev[1]));
-    float ms = 0;
-    LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_up_ev[0], m_up_ev[1]));
-    m_upload_ms = ms;
-    m_upload_pending = false;
-    m_inflight.reset();
-  }
+  m_up->collect();
   if (m_frame_pair) {  // a graph, or a frame timed as a whole
     m_frame_pair = false;
     float ms = 0;
     LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_graph_ev[0], m_graph_ev[1]));
     m_frame_ms = ms;
     std::fill(m_stage_ms.begin(), m_stage_ms.end(), std::nan(""));
-    for (LaunchRecord& r : m_launches) {
-      r.ms = std::nanf("");
-      if (r.func) fill_occupancy(r);
-    }
+    m_rec.collect(false);
     return;
   }
+  m_frame_ms = m_rec.collect(true);
   std::fill(m_stage_ms.begin(), m_stage_ms.end(), 0.0);
-  for (size_t n = 0; n < m_launches.size(); ++n) {
-    LaunchRecord& r = m_launches[n];
-    LAB_CUDA_CHECK(cudaEventElapsedTime(&r.ms, m_events[n].first, m_events[n].second));
-    if (r.func) fill_occupancy(r);
-    m_stage_ms[r.stage] += r.ms;
-  }
-  m_frame_ms = 0;
-  if (!m_launches.empty()) {
-    float ms = 0;
-    LAB_CUDA_CHECK(
-        cudaEventElapsedTime(&ms, m_events[0].first, m_events[m_launches.size() - 1].second));
-    m_frame_ms = ms;
-  }
+  for (const LaunchRecord& r : m_rec.launches()) m_stage_ms[r.stage] += r.ms;
 }
 
 // A disabled stage's outputs: its first input passed through when the shapes match, else
@@ -614,7 +429,7 @@ void Runner::bypass(size_t i) {
 }
 
 void Runner::run() {
-  m_launches.clear();
+  m_rec.clear();
   if (m_backend == Backend::Cpu) {
     std::fill(m_stage_ms.begin(), m_stage_ms.end(), 0.0);
     for (size_t i = 0; i < m_stages.size(); ++i) {
@@ -637,7 +452,7 @@ void Runner::run_queued(double queue_ahead_us, size_t stage, const ResolvedStage
     m_enqueue_ms = 0;
     return;
   }
-  m_launches.clear();
+  m_rec.clear();
   if (queue_ahead_us > 0) enqueue_delay(m_stream, queue_ahead_us);
   if (flush_l2) enqueue_l2_flush();
   const auto t0 = std::chrono::steady_clock::now();
@@ -663,62 +478,16 @@ void Runner::enqueue_l2_flush() {
 }
 
 void Runner::run_stage(size_t i, const ResolvedStage* cfg) {
-  m_launches.clear();
+  m_rec.clear();
   enqueue_stage(i, cfg);
   collect();
-}
-
-const Runner::FuncInfo& Runner::func_info(const void* func) {
-  auto it = m_funcs.find(func);
-  if (it != m_funcs.end()) return it->second;
-  cudaFuncAttributes a{};
-  LAB_CUDA_CHECK(cudaFuncGetAttributes(&a, func));
-  FuncInfo fi;
-  fi.attrs = {a.numRegs, a.sharedSizeBytes, a.localSizeBytes, a.maxThreadsPerBlock,
-              a.binaryVersion};
-#if CUDART_VERSION >= 12030
-  // The kernel's mangled name finds its sm_87 counts (looked up once per kernel).
-  const char* name = nullptr;
-  if (cudaFuncGetName(&name, func) == cudaSuccess)
-    fi.sm87 = find_sm87_resources(name);
-  else
-    cudaGetLastError();  // not an error of ours: the Orin estimate uses this GPU's counts
-#endif
-  return m_funcs.emplace(func, fi).first->second;
-}
-
-void Runner::fill_occupancy(LaunchRecord& r) {
-  FuncInfo& fi = m_funcs.at(r.func);
-  r.attrs = fi.attrs;
-  const auto key = std::make_pair(r.threads(), r.dyn_smem);
-  auto it = fi.blocks_per_sm.find(key);
-  if (it == fi.blocks_per_sm.end()) {
-    int n = 0;
-    LAB_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, r.func, r.threads(), r.dyn_smem));
-    it = fi.blocks_per_sm.emplace(key, n).first;
-  }
-  r.blocks_per_sm = it->second;
-  const KernelResources res{r.threads(), r.attrs.regs, r.attrs.static_smem, r.dyn_smem};
-  const DeviceInfo& d = device_info();
-  if (const ArchLimits* arch = arch_limits(d.major, d.minor))
-    r.est = estimate_occupancy(*arch, res);
-  // Orin: the sm_87 build's own registers and shared memory (read from ptxas at build time),
-  // found by the kernel's mangled name; this GPU's counts when the name cannot be had.
-  KernelResources orin_res = res;
-  r.orin_from_sm87_build = fi.sm87 != nullptr;
-  if (fi.sm87) {
-    orin_res.regs_per_thread = fi.sm87->regs;
-    orin_res.static_smem = size_t(fi.sm87->smem);
-  }
-  if (const ArchLimits* orin = arch_limits(8, 7)) r.orin = estimate_occupancy(*orin, orin_res);
 }
 
 HostImage Runner::read_slot(const std::string& name) const {
   auto it = m_slots.find(name);
   if (it == m_slots.end()) throw Error(ErrorKind::Usage, "no slot named '" + name + "'");
   if (m_backend == Backend::Cuda) {
-    if (name == "input") LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy_stream));
+    if (name == "input") m_up->wait_copies();
     return download(it->second.ref(), m_stream);
   }
   return it->second.host;

@@ -18,53 +18,14 @@
 #include "counters.h"
 #include "device.h"
 #include "diff.h"
-#include "occupancy.h"
+#include "launch_recorder.h"
 #include "pipeline.h"
-#include "sm87_resources.h"
+#include "uploader.h"
 
 namespace lab {
 
 enum class Backend { Cpu, Cuda };
 const char* backend_name(Backend b);
-
-// How input frames reach the GPU.
-//   pageable  cudaMemcpy from the caller's (pageable) memory: the driver stages it, the host waits.
-//   pinned    the frame is copied into page-locked memory and sent with cudaMemcpyAsync on a copy
-//             stream; the compute stream waits on an event, and run_overlapped() sends the next
-//             frame while the current one computes (double-buffered input).
-//   mapped    zero-copy: the frame is written into mapped page-locked memory the kernels read
-//             directly; no device copy (what an integrated GPU such as Orin wants: CPU and GPU
-//             share the DRAM).
-enum class UploadMode { Pageable, Pinned, Mapped };
-const char* upload_mode_name(UploadMode m);
-// "pageable" | "pinned" | "mapped"; nullopt otherwise.
-std::optional<UploadMode> parse_upload_mode(const std::string& s);
-// Mapped on an integrated GPU, pinned on a discrete one.
-UploadMode default_upload_mode();
-
-// What cudaFuncGetAttributes says of a compiled kernel.
-struct KernelAttrs {
-  int regs = 0;
-  size_t static_smem = 0;
-  size_t local_bytes = 0;  // per thread; non-zero means register spills (or local arrays)
-  int max_threads = 0;     // the most threads per block this kernel can launch with
-  int binary_version = 0;  // the SASS architecture the driver picked (90 = sm_90)
-};
-
-struct LaunchRecord {
-  size_t stage = 0;
-  std::string kernel;
-  const void* func = nullptr;
-  dim3 grid, block;
-  size_t dyn_smem = 0;
-  float ms = 0;  // GPU time between the event pair, filled by collect()
-  KernelAttrs attrs;
-  int blocks_per_sm = 0;   // cudaOccupancyMaxActiveBlocksPerMultiprocessor
-  OccupancyEstimate est;   // our calculator on this GPU's limits (agrees with the line above)
-  OccupancyEstimate orin;  // our calculator on sm_87 (Jetson Orin) limits and registers
-  bool orin_from_sm87_build = false;  // registers from the sm_87 build (else this GPU's)
-  int threads() const { return int(block.x * block.y * block.z); }
-};
 
 struct SlotInfo {
   std::string name;
@@ -116,7 +77,7 @@ class Runner {
   // counter collector's CUPTI ranges); null: none. NVTX ranges are always opened: the stage,
   // variant, block and math nested (ncu --nvtx-include "blur/v6_rows16_shfl/32x8/precise/"), the
   // kernel's name inside.
-  void set_ranges(RangeSink* sink) { m_ranges = sink; }
+  void set_ranges(RangeSink* sink) { m_rec.set_ranges(sink); }
   // Flush the L2 before every recorded launch, outside its event pair and range (cold
   // counters, measure.h); off by default.
   void set_flush_before_launch(bool on) { m_flush_each = on; }
@@ -124,12 +85,12 @@ class Runner {
   // Sends a frame to the input slot in the upload mode (CPU backend: a host copy).
   void set_input(const HostImage& img);
   void set_upload_mode(UploadMode m);
-  UploadMode upload_mode() const { return m_upload; }
+  UploadMode upload_mode() const { return m_up ? m_up->mode() : UploadMode::Pageable; }
   // The last upload: GPU time of the copy (pageable, pinned: an event pair around it), or host
   // wall time of the write into mapped memory; and the host time spent staging it (the copy
   // of the frame into page-locked memory; 0 for pageable).
-  double upload_ms() const { return m_upload_ms; }
-  double staging_ms() const { return m_staging_ms; }
+  double upload_ms() const { return m_up ? m_up->upload_ms() : 0; }
+  double staging_ms() const { return m_up ? m_up->staging_ms() : 0; }
   // Runs the pipeline on the current input and, meanwhile, sends `next` for the following run
   // (pinned mode without a graph: into the spare input buffer on the copy stream; otherwise
   // after the run). Waits for the run, like run().
@@ -153,8 +114,8 @@ class Runner {
   void collect();
 
   // Records of the launches since the last clear (run() clears first).
-  const std::vector<LaunchRecord>& launches() const { return m_launches; }
-  void clear_launches() { m_launches.clear(); }
+  const std::vector<LaunchRecord>& launches() const { return m_rec.launches(); }
+  void clear_launches() { m_rec.clear(); }
   // GPU time (sum of its launches) or CPU wall time of each stage in the last run.
   const std::vector<double>& stage_ms() const { return m_stage_ms; }
   // GPU time from the first launch's start to the last launch's end (gaps included).
@@ -190,35 +151,18 @@ class Runner {
     ImageRef mapped;  // the input in mapped page-locked memory (zero-copy), when in use
     ImageRef ref() const { return mapped.data ? mapped : dev.data() ? dev.ref() : host.ref(); }
   };
-  // Page-locked host memory for uploads (rows padded like DeviceImage's for mapped use).
-  struct PinnedBuffer {
-    void* host = nullptr;
-    void* dev = nullptr;  // its device address when mapped
-    size_t pitch = 0, bytes = 0;
-    bool mapped = false;
-  };
   struct StageState {
     std::vector<DeviceBuffer> scratch;
     DeviceBuffer persistent;
     uint64_t persistent_key = 0;
     bool persistent_valid = false;
   };
-  struct FuncInfo {
-    KernelAttrs attrs;
-    std::map<std::pair<int, size_t>, int> blocks_per_sm;  // by (threads, dynamic smem)
-    const Sm87Resource* sm87 = nullptr;                   // the sm_87 build's counts, when known
-  };
 
   StageArgs args_for(const ResolvedStage& cfg) const;
   std::vector<HostImage> read_inputs(const ResolvedStage& cfg) const;
   void enqueue_all();
   void bypass(size_t i);
-  void stage_pinned(const HostImage& img, bool mapped);
-  void send_input(const HostImage& img, DeviceImage& dst, bool order_compute = true);
-  void free_pinned();
   void reset_graph();
-  const FuncInfo& func_info(const void* func);
-  void fill_occupancy(LaunchRecord& r);
 
   Backend m_backend;
   cudaStream_t m_stream = nullptr;
@@ -228,28 +172,19 @@ class Runner {
   std::vector<std::string> m_slot_order;
   std::vector<StageState> m_state;
   std::vector<bool> m_skip;
-  UploadMode m_upload = UploadMode::Pageable;
-  double m_upload_ms = 0, m_staging_ms = 0;
-  bool m_upload_pending = false;  // an async upload whose time is read at the next collect()
-  PinnedBuffer m_pinned;
-  DeviceImage m_input_spare;  // run_overlapped's second input buffer
-  cudaStream_t m_copy_stream = nullptr;
-  cudaEvent_t m_up_ev[2] = {nullptr, nullptr};  // copy start, copy end (= ready)
-  std::shared_ptr<const uint8_t> m_inflight;    // a pinned frame an async copy still reads
+  std::unique_ptr<Uploader> m_up;  // cuda backend only
+  DeviceImage m_input_spare;       // run_overlapped's second input buffer
   std::map<std::string, ImageDesc> m_extra;
   std::vector<std::string> m_lab_extra;  // the extra slots a playground's inputs added
-  bool m_use_graph = false, m_untimed_launches = false, m_frame_pair = false, m_per_launch = true;
+  bool m_use_graph = false, m_frame_pair = false, m_per_launch = true;
   cudaGraph_t m_graph = nullptr;
   cudaGraphExec_t m_graph_exec = nullptr;
   std::vector<LaunchRecord> m_graph_launches;
   cudaEvent_t m_graph_ev[2] = {nullptr, nullptr};
-  std::vector<LaunchRecord> m_launches;
-  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> m_events;
+  LaunchRecorder m_rec;
   std::vector<double> m_stage_ms;
   double m_frame_ms = 0, m_enqueue_ms = 0;
-  std::map<const void*, FuncInfo> m_funcs;
   DeviceBuffer m_flush;  // read, then discarded, to empty the L2 (cold runs, counters)
-  RangeSink* m_ranges = nullptr;
   bool m_flush_each = false;
 };
 

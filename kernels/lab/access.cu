@@ -29,19 +29,11 @@ struct AccessParams {
 constexpr long long ACCESS_MAX = 1LL << 28;
 
 inline LabSlots access_inputs(const std::string& size) {
-  return {{"input", array_desc(parse_count(size, "access", ACCESS_MAX), PixelType::F32)}};
-}
-
-inline void access_fill(uint64_t seed, std::vector<HostImage>& imgs) {
-  const auto v = imgs[0].view<float>();
-  for (int x = 0; x < v.width; ++x) v.at(x, 0) = uniform_pm1(seed, uint64_t(x));
+  return array_inputs(size, "access", ACCESS_MAX, PixelType::F32);
 }
 
 inline std::vector<ImageDesc> access_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
-  const ImageDesc d = require_f32_plane("access", in[0]);
-  if (d.height != 1 || array_len(d) > ACCESS_MAX)
-    throw Error(ErrorKind::Data, "access: needs a 1-row float array, at most 2^28, got " + d.str());
-  return {d};
+  return {require_array("access", in[0], PixelType::F32, ACCESS_MAX)};
 }
 
 inline void access_reference(const StageArgs& a) {
@@ -109,7 +101,7 @@ OpDef access_op() {
   op.tol_fast = {0, 0};
   op.tol_why = "2 * x is exact in float (no overflow for inputs in [-1, 1))";
   op.lab_inputs = access_inputs;
-  op.lab_fill = access_fill;
+  op.lab_fill = fill_uniform_pm1;
   op.lab_size_help = "N or 2^k: float elements (1 to 2^28)";
   op.lab_default_size = "2^24";
   op.story =

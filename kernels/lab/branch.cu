@@ -41,19 +41,11 @@ constexpr float BR_A0 = 0.999f, BR_A1 = 0.001f, BR_APH = 0.5f;
 constexpr float BR_B0 = 0.998f, BR_B1 = -0.002f, BR_BPH = -0.5f;
 
 inline LabSlots branch_inputs(const std::string& size) {
-  return {{"input", array_desc(parse_count(size, "branch", BRANCH_MAX), PixelType::F32)}};
-}
-
-inline void branch_fill(uint64_t seed, std::vector<HostImage>& imgs) {
-  const auto v = imgs[0].view<float>();
-  for (int x = 0; x < v.width; ++x) v.at(x, 0) = uniform_pm1(seed, uint64_t(x));
+  return array_inputs(size, "branch", BRANCH_MAX, PixelType::F32);
 }
 
 inline std::vector<ImageDesc> branch_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
-  const ImageDesc d = require_f32_plane("branch", in[0]);
-  if (d.height != 1 || array_len(d) > BRANCH_MAX)
-    throw Error(ErrorKind::Data, "branch: needs a 1-row float array, at most 2^28, got " + d.str());
-  return {d};
+  return {require_array("branch", in[0], PixelType::F32, BRANCH_MAX)};
 }
 
 // The same float operations in the same order as the kernels; fma written out on both sides so
@@ -171,7 +163,7 @@ OpDef branch_op() {
       "same ops in the same order; sin's error (<= 2 ulp, __sinf 2^-21.4) x |c1| <= 0.002 can "
       "flip an fma rounding (2^-24) per step; contraction: <= 256 steps x 6.1e-8 = 1.6e-5";
   op.lab_inputs = branch_inputs;
-  op.lab_fill = branch_fill;
+  op.lab_fill = fill_uniform_pm1;
   op.lab_size_help = "N or 2^k: float elements (1 to 2^28)";
   op.lab_default_size = "2^20";
   op.story =

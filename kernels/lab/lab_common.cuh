@@ -104,4 +104,28 @@ struct ThrustScratch {
   void deallocate(char*, size_t) { --live; }
 };
 
+// A playground over one array (access, branch, reduce, scan, sort; the tests' toy op): its input
+// slot, n elements of `type` from --size (at most `max`), and the check of what it reads.
+inline LabSlots array_inputs(const std::string& size, const char* op, long long max,
+                             PixelType type) {
+  return {{"input", array_desc(parse_count(size, op, max), type)}};
+}
+inline ImageDesc require_array(const char* op, const ImageDesc& d, PixelType type, long long max) {
+  if (d.type != type || d.channels != 1 || d.height != 1 || d.empty() || array_len(d) > max) {
+    int log2 = 0;
+    while ((1LL << log2) < max) ++log2;
+    throw Error(ErrorKind::Data, std::string(op) + ": expected a 1-row " +
+                                     (type == PixelType::F32 ? "float" : "u32") +
+                                     " array of 1 to 2^" + std::to_string(log2) +
+                                     " elements, got " + d.str());
+  }
+  return d;
+}
+// The input array filled with uniform floats in [-1, 1), by index.
+inline void fill_uniform_pm1(uint64_t seed, std::vector<HostImage>& imgs) {
+  float* x = imgs[0].view<float>().row(0);
+  const long long n = array_len(imgs[0].desc());
+  for (long long i = 0; i < n; ++i) x[i] = uniform_pm1(seed, uint64_t(i));
+}
+
 }  // namespace lab::ops

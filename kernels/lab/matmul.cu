@@ -624,21 +624,19 @@ static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
 }
 
 template <int TILE>
-static void launch_v3_tile(LaunchContext& ctx, const MatmulProblem& p, const char* name) {
-  launch(ctx, name, matmul_v3_smem_tile_kernel<TILE>, tiles_grid(p, TILE, TILE), dim3(TILE, TILE),
-         0, p);
+static void launch_v3_tile(LaunchContext& ctx, const MatmulProblem& p) {
+  static const std::string name = "matmul_v3_smem_tile<" + std::to_string(TILE) + ">";
+  launch(ctx, name.c_str(), matmul_v3_smem_tile_kernel<TILE>, tiles_grid(p, TILE, TILE),
+         dim3(TILE, TILE), 0, p);
 }
 
 // TILE is a template parameter (static shared arrays, an unrolled inner loop): the block is
-// TILE x TILE.
+// TILE x TILE, and these instances are the variant's allowed blocks.
+using V3Tiles = BlockInstances<B<8, 8>, B<16, 16>, B<32, 32>>;
 static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
   const MatmulProblem p = problem_of(a);
-  const Block b = a.block;
-  if (b == Block{8, 8}) return launch_v3_tile<8>(ctx, p, "matmul_v3_smem_tile<8>");
-  if (b == Block{16, 16}) return launch_v3_tile<16>(ctx, p, "matmul_v3_smem_tile<16>");
-  if (b == Block{32, 32}) return launch_v3_tile<32>(ctx, p, "matmul_v3_smem_tile<32>");
-  throw Error(ErrorKind::Usage, "matmul v3_smem_tile: no instantiation for block " + b.str() +
-                                    " (8x8, 16x16, 32x32)");
+  V3Tiles::dispatch(a.block, "matmul v3_smem_tile",
+                    [&](auto x, auto) { launch_v3_tile<decltype(x)::value>(ctx, p); });
 }
 
 // The register-blocked kernels have a fixed thread count (it is their tile divided by the
@@ -744,7 +742,7 @@ OpDef matmul_op() {
       {"v2_coalesced", "threadIdx.x along N: B loads and C stores coalesced, A broadcast",
        any, {32, 8}, launch_v2, nullptr},
       {"v3_smem_tile", "TILE x TILE tiles of A and B in shared memory: each load used TILE times",
-       {{8, 8}, {16, 16}, {32, 32}}, {32, 32}, launch_v3, nullptr},
+       V3Tiles::blocks(), {32, 32}, launch_v3, nullptr},
       {"v4_reg1d", "64x64x8 tiles, 8 outputs per thread: one shared B load feeds 8 FMAs",
        {{V4_THREADS, 1}}, {V4_THREADS, 1}, launch_v4, nullptr},
       {"v5_reg2d", "128x128x8 tiles, 8x8 outputs per thread: 16 shared loads feed 64 FMAs",

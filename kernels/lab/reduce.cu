@@ -45,7 +45,7 @@ namespace lab::ops {
 constexpr long long REDUCE_MAX = 1LL << 30;
 
 inline LabSlots reduce_inputs(const std::string& size) {
-  return {{"input", array_desc(parse_count(size, "reduce", REDUCE_MAX), PixelType::F32)}};
+  return array_inputs(size, "reduce", REDUCE_MAX, PixelType::F32);
 }
 
 inline void reduce_fill(uint64_t seed, std::vector<HostImage>& imgs) {
@@ -55,10 +55,7 @@ inline void reduce_fill(uint64_t seed, std::vector<HostImage>& imgs) {
 }
 
 inline std::vector<ImageDesc> reduce_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
-  const ImageDesc d = require_f32_plane("reduce", in[0]);
-  if (d.height != 1 || array_len(d) > REDUCE_MAX)
-    throw Error(ErrorKind::Data,
-                "reduce: expected a 1-row float array of at most 2^30 elements, got " + d.str());
+  require_array("reduce", in[0], PixelType::F32, REDUCE_MAX);
   return {ImageDesc{1, 1, 1, PixelType::F32}};
 }
 

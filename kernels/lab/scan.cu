@@ -39,7 +39,7 @@ namespace lab::ops {
 constexpr long long SCAN_MAX = 1LL << 28;
 
 inline LabSlots scan_inputs(const std::string& size) {
-  return {{"input", array_desc(parse_count(size, "scan", SCAN_MAX), PixelType::U32)}};
+  return array_inputs(size, "scan", SCAN_MAX, PixelType::U32);
 }
 
 // Full-range 32-bit values: the running sum wraps around 2^32 many times (exact either way).
@@ -50,12 +50,7 @@ inline void scan_fill(uint64_t seed, std::vector<HostImage>& imgs) {
 }
 
 inline std::vector<ImageDesc> scan_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
-  const ImageDesc& d = in[0];
-  if (d.type != PixelType::U32 || d.channels != 1 || d.height != 1 || d.empty() ||
-      array_len(d) > SCAN_MAX)
-    throw Error(ErrorKind::Data,
-                "scan: expected a 1-row u32 array of 1 to 2^28 elements, got " + d.str());
-  return {d};
+  return {require_array("scan", in[0], PixelType::U32, SCAN_MAX)};
 }
 
 inline void scan_reference(const StageArgs& a) {

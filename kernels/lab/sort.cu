@@ -38,7 +38,7 @@ namespace lab::ops {
 constexpr long long SORT_MAX = 1LL << 28;
 
 inline LabSlots sort_inputs(const std::string& size) {
-  return {{"input", array_desc(parse_count(size, "sort", SORT_MAX), PixelType::U32)}};
+  return array_inputs(size, "sort", SORT_MAX, PixelType::U32);
 }
 
 // Full-range random keys (the high half of the counter hash: independent of scan's inputs).
@@ -49,12 +49,7 @@ inline void sort_fill(uint64_t seed, std::vector<HostImage>& imgs) {
 }
 
 inline std::vector<ImageDesc> sort_shape(const std::vector<ImageDesc>& in, const ParamMap&) {
-  const ImageDesc& d = in[0];
-  if (d.type != PixelType::U32 || d.channels != 1 || d.height != 1 || d.empty() ||
-      array_len(d) > SORT_MAX)
-    throw Error(ErrorKind::Data,
-                "sort: expected a 1-row u32 array of 1 to 2^28 elements, got " + d.str());
-  return {d};
+  return {require_array("sort", in[0], PixelType::U32, SORT_MAX)};
 }
 
 inline void sort_reference(const StageArgs& a) {

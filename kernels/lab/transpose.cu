@@ -106,53 +106,44 @@ static void transpose_launch_v1(LaunchContext& ctx, const StageArgs& a) {
 }
 
 template <int T, int ROWS, int PAD>
-static void transpose_launch_tile(LaunchContext& ctx, const StageArgs& a, const char* name) {
+static void transpose_launch_tile(LaunchContext& ctx, const StageArgs& a, const char* base) {
+  static const std::string name = instance_name(base, 32, ROWS);
   const auto src = a.in[0].view<const float>();
-  launch(ctx, name, transpose_tile_kernel<T, ROWS, PAD>,
+  launch(ctx, name.c_str(), transpose_tile_kernel<T, ROWS, PAD>,
          dim3(unsigned((src.width + T - 1) / T), unsigned((src.height + T - 1) / T)),
          dim3(32, ROWS), 0, src, a.out[0].view<float>());
 }
 
 // blockDim.y is a template parameter (fully unrolled row loops): only these instantiations
-// exist; blockDim.x is the warp, 32.
+// exist, and they are the tiled variants' allowed blocks; blockDim.x is the warp, 32.
+using Tiles = BlockInstances<B<32, 8>, B<32, 4>, B<32, 16>, B<32, 32>>;
 template <int T, int PAD>
-static void transpose_launch_tiled(LaunchContext& ctx, const StageArgs& a, const char* variant,
-                                   const char* const names[4]) {
-  const Block b = a.block;
-  if (b == Block{32, 8}) return transpose_launch_tile<T, 8, PAD>(ctx, a, names[0]);
-  if (b == Block{32, 4}) return transpose_launch_tile<T, 4, PAD>(ctx, a, names[1]);
-  if (b == Block{32, 16}) return transpose_launch_tile<T, 16, PAD>(ctx, a, names[2]);
-  if (b == Block{32, 32}) return transpose_launch_tile<T, 32, PAD>(ctx, a, names[3]);
-  throw Error(ErrorKind::Usage, std::string("transpose ") + variant +
-                                    ": no instantiation for block " + b.str() +
-                                    " (32x4, 32x8, 32x16, 32x32)");
+static void transpose_launch_tiled(LaunchContext& ctx, const StageArgs& a, const char* what,
+                                   const char* base) {
+  Tiles::dispatch(a.block, what, [&](auto, auto rows) {
+    transpose_launch_tile<T, decltype(rows)::value, PAD>(ctx, a, base);
+  });
 }
 
 static void transpose_launch_v2(LaunchContext& ctx, const StageArgs& a) {
-  static const char* const names[4] = {
-      "transpose_v2_smem_tile<32x8>", "transpose_v2_smem_tile<32x4>",
-      "transpose_v2_smem_tile<32x16>", "transpose_v2_smem_tile<32x32>"};
-  transpose_launch_tiled<TRANSPOSE_TILE, 0>(ctx, a, "v2_smem_tile", names);
+  transpose_launch_tiled<TRANSPOSE_TILE, 0>(ctx, a, "transpose v2_smem_tile",
+                                            "transpose_v2_smem_tile");
 }
 
 static void transpose_launch_v3(LaunchContext& ctx, const StageArgs& a) {
-  static const char* const names[4] = {
-      "transpose_v3_smem_padded<32x8>", "transpose_v3_smem_padded<32x4>",
-      "transpose_v3_smem_padded<32x16>", "transpose_v3_smem_padded<32x32>"};
-  transpose_launch_tiled<TRANSPOSE_TILE, 1>(ctx, a, "v3_smem_padded", names);
+  transpose_launch_tiled<TRANSPOSE_TILE, 1>(ctx, a, "transpose v3_smem_padded",
+                                            "transpose_v3_smem_padded");
 }
 
 static void transpose_launch_v4(LaunchContext& ctx, const StageArgs& a) {
-  static const char* const names[4] = {"transpose_v4_tile64<32x8>", "transpose_v4_tile64<32x4>",
-                                       "transpose_v4_tile64<32x16>", "transpose_v4_tile64<32x32>"};
-  transpose_launch_tiled<2 * TRANSPOSE_TILE, 1>(ctx, a, "v4_tile64", names);
+  transpose_launch_tiled<2 * TRANSPOSE_TILE, 1>(ctx, a, "transpose v4_tile64",
+                                                "transpose_v4_tile64");
 }
 
 // ---- variant table ---------------------------------------------------------------------------
 
 OpDef transpose_op() {
   const std::vector<Block> any = {{32, 8}, {32, 16}, {32, 32}, {16, 16}, {64, 4}, {32, 4}};
-  const std::vector<Block> tiles = {{32, 8}, {32, 4}, {32, 16}, {32, 32}};
   OpDef op;
   op.name = "transpose";
   op.summary = "transpose a float image: out(y, x) = in(x, y)";
@@ -179,11 +170,11 @@ OpDef transpose_op() {
       {"v1_naive", "one thread per element: coalesced reads, column (strided) writes",
        any, {32, 8}, transpose_launch_v1, nullptr},
       {"v2_smem_tile", "32x32 tile in shared memory: loads and stores both coalesced",
-       tiles, {32, 8}, transpose_launch_v2, nullptr},
+       Tiles::blocks(), {32, 8}, transpose_launch_v2, nullptr},
       {"v3_smem_padded", "tile[32][33]: the pad column removes the 32-way bank conflicts",
-       tiles, {32, 8}, transpose_launch_v3, nullptr},
+       Tiles::blocks(), {32, 8}, transpose_launch_v3, nullptr},
       {"v4_tile64", "64x64 tile[64][65]: 4x the elements per block and barrier, 256-byte rows",
-       tiles, {32, 16}, transpose_launch_v4, nullptr},
+       Tiles::blocks(), {32, 16}, transpose_launch_v4, nullptr},
   };
   // clang-format on
   // Measured on an H200 (cudaMemcpy D2D: 3.65 TB/s at 256 MiB, 4.2 TB/s at 1 GiB), 16384^2:

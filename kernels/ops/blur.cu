@@ -93,24 +93,21 @@ static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
 }
 
 template <int BX, int BY>
-static void launch_v3_tile(LaunchContext& ctx, const StageArgs& a, const char* name) {
+static void launch_v3_tile(LaunchContext& ctx, const StageArgs& a) {
+  static const std::string name = instance_name("blur_v3_smem_tile", BX, BY);
   const auto src = a.in[0].view<const float>();
   const auto dst = a.out[0].view<float>();
-  launch(ctx, name, blur_v3_smem_tile_kernel<BX, BY>, grid_2d(dst.width, dst.height, {BX, BY}),
-         dim3(BX, BY), 0, src, dst);
+  launch(ctx, name.c_str(), blur_v3_smem_tile_kernel<BX, BY>,
+         grid_2d(dst.width, dst.height, {BX, BY}), dim3(BX, BY), 0, src, dst);
 }
 
 // The tile shape is a template parameter (static shared arrays, unrolled loops): only these
-// instantiations exist.
+// instantiations exist, and they are the variant's allowed blocks.
+using V3Tiles = BlockInstances<B<32, 8>, B<32, 4>, B<16, 16>, B<64, 4>, B<32, 16>, B<32, 32>>;
 static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
-  const Block b = a.block;
-  if (b == Block{32, 8}) return launch_v3_tile<32, 8>(ctx, a, "blur_v3_smem_tile<32,8>");
-  if (b == Block{32, 4}) return launch_v3_tile<32, 4>(ctx, a, "blur_v3_smem_tile<32,4>");
-  if (b == Block{16, 16}) return launch_v3_tile<16, 16>(ctx, a, "blur_v3_smem_tile<16,16>");
-  if (b == Block{64, 4}) return launch_v3_tile<64, 4>(ctx, a, "blur_v3_smem_tile<64,4>");
-  if (b == Block{32, 16}) return launch_v3_tile<32, 16>(ctx, a, "blur_v3_smem_tile<32,16>");
-  if (b == Block{32, 32}) return launch_v3_tile<32, 32>(ctx, a, "blur_v3_smem_tile<32,32>");
-  throw Error(ErrorKind::Usage, "blur v3_smem_tile: no instantiation for block " + b.str());
+  V3Tiles::dispatch(a.block, "blur v3_smem_tile", [&](auto x, auto y) {
+    launch_v3_tile<decltype(x)::value, decltype(y)::value>(ctx, a);
+  });
 }
 
 // The row-strip kernels: `rows` outputs per thread, `pixels` per thread in x (4 for float4).
@@ -148,7 +145,6 @@ static size_t v3_smem(Block b) {
 OpDef blur_op() {
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
-  const std::vector<Block> tiles = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}, {32, 32}};
   OpDef op;
   op.name = "blur";
   op.summary = "Gaussian 5x5, sigma 1, border replicate (OpenCV GaussianBlur)";
@@ -174,7 +170,7 @@ OpDef blur_op() {
       {"v2_separable", "row pass to scratch + column pass: 10 loads, extra plane round trip",
        any, {32, 8}, launch_v2, nullptr},
       {"v3_smem_tile", "tile + 2px apron staged in shared memory once; rows then columns there",
-       tiles, {32, 8}, launch_v3, v3_smem},
+       V3Tiles::blocks(), {32, 8}, launch_v3, v3_smem},
       {"v4_rows", "8 rows per thread from registers: 60 loads in flight per thread",
        any, {32, 4}, launch_v4, nullptr},
       {"v5_rows_shfl", "v4 + warp shuffles for the row taps: 2 loads per row instead of 5",

@@ -71,13 +71,8 @@ __global__ void __launch_bounds__(BX* BY)
   __shared__ float rows[TH][BX];
   const int x0 = blockIdx.x * BX - BLUR_R, y0 = blockIdx.y * BY - BLUR_R;
   const int tid = threadIdx.y * BX + threadIdx.x;
-  // Cooperative load with clamped coordinates (border replicate); no early return before the
-  // barriers: every thread must reach __syncthreads().
-  for (int i = tid; i < TW * TH; i += BX * BY) {
-    const int ty = i / TW, tx = i - ty * TW;
-    tile[ty][tx] =
-        __ldg(&src.at(clampi(x0 + tx, 0, src.width - 1), clampi(y0 + ty, 0, src.height - 1)));
-  }
+  // No early return before the barriers: every thread must reach __syncthreads().
+  load_tile_clamped<TW, BX * BY>(tile, src, x0, y0, tid);
   __syncthreads();
   for (int i = tid; i < TH * BX; i += BX * BY) {
     const int ty = i / BX, tx = i - ty * BX;

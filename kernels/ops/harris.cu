@@ -88,21 +88,20 @@ static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
 }
 
 template <int BX, int BY>
-static void launch_v2_tile(LaunchContext& ctx, const StageArgs& a, const char* name) {
+static void launch_v2_tile(LaunchContext& ctx, const StageArgs& a) {
+  static const std::string name = instance_name("harris_v2_smem_products", BX, BY);
   const auto dst = a.out[0].view<float>();
-  launch(ctx, name, harris_v2_smem_products_kernel<BX, BY>,
+  launch(ctx, name.c_str(), harris_v2_smem_products_kernel<BX, BY>,
          grid_2d(dst.width, dst.height, {BX, BY}), dim3(BX, BY), 0, a.in[0].view<const float>(),
          a.in[1].view<const float>(), dst, decode_params<HarrisParams>(a.params).k);
 }
 
+// The tile shape is a template parameter: these instances are the variant's allowed blocks.
+using Tiles = BlockInstances<B<32, 8>, B<32, 4>, B<16, 16>, B<64, 4>, B<32, 16>>;
 static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
-  const Block b = a.block;
-  if (b == Block{32, 8}) return launch_v2_tile<32, 8>(ctx, a, "harris_v2_smem_products<32,8>");
-  if (b == Block{32, 4}) return launch_v2_tile<32, 4>(ctx, a, "harris_v2_smem_products<32,4>");
-  if (b == Block{16, 16}) return launch_v2_tile<16, 16>(ctx, a, "harris_v2_smem_products<16,16>");
-  if (b == Block{64, 4}) return launch_v2_tile<64, 4>(ctx, a, "harris_v2_smem_products<64,4>");
-  if (b == Block{32, 16}) return launch_v2_tile<32, 16>(ctx, a, "harris_v2_smem_products<32,16>");
-  throw Error(ErrorKind::Usage, "harris v2_smem_products: no instantiation for block " + b.str());
+  Tiles::dispatch(a.block, "harris v2_smem_products", [&](auto x, auto y) {
+    launch_v2_tile<decltype(x)::value, decltype(y)::value>(ctx, a);
+  });
 }
 
 using RowsKernel = void (*)(ImageView<const float>, ImageView<const float>, ImageView<float>,
@@ -135,7 +134,6 @@ static size_t v2_smem(Block b) {
 OpDef harris_op() {
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
-  const std::vector<Block> tiles = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}};
   // 16-row strips use ~72 registers: a 1024-thread block would need more than the 64 K a block
   // can have, so those shapes stop at 512.
   const std::vector<Block> upto_512 = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}, {128, 2}};
@@ -162,7 +160,7 @@ OpDef harris_op() {
       {"v1_direct", "3x3 windows of gx and gy through __ldg, products formed per tap",
        any, {32, 8}, launch_v1, nullptr},
       {"v2_smem_products", "gx, gy staged once; each product formed once per tile pixel in smem",
-       tiles, {32, 8}, launch_v2, v2_smem},
+       Tiles::blocks(), {32, 8}, launch_v2, v2_smem},
       {"v3_rows", "8 rows per thread: 60 loads in flight feed 8 responses",
        any, {64, 4}, launch_v3, nullptr},
       {"v4_rows_shfl", "v3 + warp shuffles for the x-1, x+1 taps: 40 loads instead of 60",

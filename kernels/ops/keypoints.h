@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common.h"
+#include "keypoint_slots.h"
 
 namespace lab::ops {
 

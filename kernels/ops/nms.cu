@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common.h"
+#include "keypoint_slots.h"
 #include "launch.cuh"
 #include "nms_kernels.cuh"
 
@@ -84,20 +85,20 @@ static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
 }
 
 template <int BX, int BY>
-static void launch_v2_tile(LaunchContext& ctx, const StageArgs& a, const char* name) {
+static void launch_v2_tile(LaunchContext& ctx, const StageArgs& a) {
+  static const std::string name = instance_name("nms_v2_smem_tile", BX, BY);
   const auto dst = a.out[0].view<float>();
-  launch(ctx, name, nms_v2_smem_tile_kernel<BX, BY>, grid_2d(dst.width, dst.height, {BX, BY}),
-         dim3(BX, BY), 0, a.in[0].view<const float>(), dst, threshold_of(a));
+  launch(ctx, name.c_str(), nms_v2_smem_tile_kernel<BX, BY>,
+         grid_2d(dst.width, dst.height, {BX, BY}), dim3(BX, BY), 0, a.in[0].view<const float>(),
+         dst, threshold_of(a));
 }
 
+// The tile shape is a template parameter: these instances are the variant's allowed blocks.
+using Tiles = BlockInstances<B<32, 8>, B<32, 4>, B<16, 16>, B<64, 4>, B<32, 16>>;
 static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
-  const Block b = a.block;
-  if (b == Block{32, 8}) return launch_v2_tile<32, 8>(ctx, a, "nms_v2_smem_tile<32,8>");
-  if (b == Block{32, 4}) return launch_v2_tile<32, 4>(ctx, a, "nms_v2_smem_tile<32,4>");
-  if (b == Block{16, 16}) return launch_v2_tile<16, 16>(ctx, a, "nms_v2_smem_tile<16,16>");
-  if (b == Block{64, 4}) return launch_v2_tile<64, 4>(ctx, a, "nms_v2_smem_tile<64,4>");
-  if (b == Block{32, 16}) return launch_v2_tile<32, 16>(ctx, a, "nms_v2_smem_tile<32,16>");
-  throw Error(ErrorKind::Usage, "nms v2_smem_tile: no instantiation for block " + b.str());
+  Tiles::dispatch(a.block, "nms v2_smem_tile", [&](auto x, auto y) {
+    launch_v2_tile<decltype(x)::value, decltype(y)::value>(ctx, a);
+  });
 }
 
 template <bool FUSED>
@@ -126,12 +127,11 @@ static size_t v2_smem(Block b) {
 OpDef nms_op() {
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
-  const std::vector<Block> tiles = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}};
   OpDef op;
   op.name = "nms";
   op.summary = "5x5 non-maximum suppression of the Harris response above a threshold";
   op.inputs = {"harris"};
-  op.outputs = {"nms"};
+  op.outputs = {slots::kNms};
   op.params = param_specs<NmsParams>();
   op.shape = nms_shape;
   op.reference = nms_reference;
@@ -145,7 +145,7 @@ OpDef nms_op() {
       {"v1_ldg", "25 reads per pixel through __ldg; the read-only cache holds the overlap",
        any, {32, 8}, launch_v1, nullptr},
       {"v2_smem_tile", "tile + 2-pixel apron in smem, separable max: 10 comparisons, not 24",
-       tiles, {32, 8}, launch_v2, v2_smem},
+       Tiles::blocks(), {32, 8}, launch_v2, v2_smem},
       {"v3_rows", "8 rows per thread: row maxima of 12 rows feed 8 outputs (60 loads, not 200)",
        any, {64, 4}, launch_v3, nullptr},
       {"v4_fused_score", "v3 x an optional second score map in the same pass: one read, one write",

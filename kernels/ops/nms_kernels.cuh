@@ -40,11 +40,7 @@ __global__ void __launch_bounds__(BX* BY)
   __shared__ float rowmax[TH][BX + 1];
   const int x0 = blockIdx.x * BX - 2, y0 = blockIdx.y * BY - 2;
   const int tid = threadIdx.y * BX + threadIdx.x;
-  for (int i = tid; i < TW * TH; i += BX * BY) {
-    const int ty = i / TW, tx = i - ty * TW;
-    tile[ty][tx] =
-        __ldg(&r.at(clampi(x0 + tx, 0, dst.width - 1), clampi(y0 + ty, 0, dst.height - 1)));
-  }
+  load_tile_clamped<TW, BX * BY>(tile, r, x0, y0, tid);  // r is dst's size
   __syncthreads();
   for (int i = tid; i < TH * BX; i += BX * BY) {
     const int ty = i / BX, tx = i - ty * BX;

@@ -80,8 +80,8 @@ OpDef sample_op() {
   OpDef op;
   op.name = "sample";
   op.summary = "64 bilinear samples of the blurred image on an 8x8 grid around each keypoint";
-  op.inputs = {"blur", "keypoints"};
-  op.outputs = {"patches"};
+  op.inputs = {"blur", slots::kKeypoints};
+  op.outputs = {slots::kPatches};
   op.shape = sample_shape;
   op.reference = sample_reference;
   // The kernel and the reference round every product and sum separately (no FMA on either

@@ -69,20 +69,20 @@ static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
 }
 
 template <int BX, int BY>
-static void launch_v3_tile(LaunchContext& ctx, const StageArgs& a, const char* name) {
+static void launch_v3_tile(LaunchContext& ctx, const StageArgs& a) {
+  static const std::string name = instance_name("sobel_v3_smem_tile", BX, BY);
   const auto src = a.in[0].view<const float>();
-  launch(ctx, name, sobel_v3_smem_tile_kernel<BX, BY>, grid_2d(src.width, src.height, {BX, BY}),
-         dim3(BX, BY), 0, src, a.out[0].view<float>(), a.out[1].view<float>());
+  launch(ctx, name.c_str(), sobel_v3_smem_tile_kernel<BX, BY>,
+         grid_2d(src.width, src.height, {BX, BY}), dim3(BX, BY), 0, src, a.out[0].view<float>(),
+         a.out[1].view<float>());
 }
 
+// The tile shape is a template parameter: these instances are the variant's allowed blocks.
+using Tiles = BlockInstances<B<32, 8>, B<32, 4>, B<16, 16>, B<64, 4>, B<32, 16>>;
 static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
-  const Block b = a.block;
-  if (b == Block{32, 8}) return launch_v3_tile<32, 8>(ctx, a, "sobel_v3_smem_tile<32,8>");
-  if (b == Block{32, 4}) return launch_v3_tile<32, 4>(ctx, a, "sobel_v3_smem_tile<32,4>");
-  if (b == Block{16, 16}) return launch_v3_tile<16, 16>(ctx, a, "sobel_v3_smem_tile<16,16>");
-  if (b == Block{64, 4}) return launch_v3_tile<64, 4>(ctx, a, "sobel_v3_smem_tile<64,4>");
-  if (b == Block{32, 16}) return launch_v3_tile<32, 16>(ctx, a, "sobel_v3_smem_tile<32,16>");
-  throw Error(ErrorKind::Usage, "sobel v3_smem_tile: no instantiation for block " + b.str());
+  Tiles::dispatch(a.block, "sobel v3_smem_tile", [&](auto x, auto y) {
+    launch_v3_tile<decltype(x)::value, decltype(y)::value>(ctx, a);
+  });
 }
 
 template <int SOBEL_ROWS>
@@ -109,7 +109,6 @@ static void launch_v5(LaunchContext& c, const StageArgs& a) {
 OpDef sobel_op() {
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
-  const std::vector<Block> tiles = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}};
   // 16-row strips use 64 registers on sm_90: exactly the limit of a 1024-thread block, and any
   // other build may need one more. Those shapes stop at 512.
   const std::vector<Block> upto_512 = {{32, 8}, {32, 4}, {16, 16}, {64, 4}, {32, 16}, {128, 2}};
@@ -137,7 +136,7 @@ OpDef sobel_op() {
       {"v2_fused_ldg", "one 3x3 window through __ldg feeds both outputs: one read, two writes",
        any, {32, 8}, launch_v2, nullptr},
       {"v3_smem_tile", "tile + 1px apron staged in shared memory, then both derivatives",
-       tiles, {32, 8}, launch_v3, v3_smem},
+       Tiles::blocks(), {32, 8}, launch_v3, v3_smem},
       {"v4_rows", "8 rows per thread: 30 loads in flight feed 16 outputs",
        any, {128, 2}, launch_v4, nullptr},
       {"v5_rows16", "v4 with 16 rows per thread: halo re-reads from L2 drop from 1.25x to 1.125x",

@@ -61,11 +61,7 @@ __global__ void __launch_bounds__(BX* BY)
   constexpr int TW = BX + 2, TH = BY + 2;
   __shared__ float tile[TH][TW];
   const int x0 = blockIdx.x * BX - 1, y0 = blockIdx.y * BY - 1;
-  for (int i = threadIdx.y * BX + threadIdx.x; i < TW * TH; i += BX * BY) {
-    const int ty = i / TW, tx = i - ty * TW;
-    tile[ty][tx] =
-        __ldg(&src.at(clampi(x0 + tx, 0, src.width - 1), clampi(y0 + ty, 0, src.height - 1)));
-  }
+  load_tile_clamped<TW, BX * BY>(tile, src, x0, y0, threadIdx.y * BX + threadIdx.x);
   __syncthreads();
   const int x = blockIdx.x * BX + threadIdx.x, y = blockIdx.y * BY + threadIdx.y;
   if (x >= src.width || y >= src.height) return;

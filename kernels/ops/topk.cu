@@ -92,7 +92,8 @@ inline DiffStats topk_compare(const CompareArgs& a) {
   d.psnr = 0;
   auto bad = [&](int i, int c, double g, double r) {
     if (d.over++ == 0)
-      d.bad_slot = "keypoints", d.bad_x = i, d.bad_y = 0, d.bad_c = c, d.bad_got = g, d.bad_ref = r;
+      d.bad_slot = slots::kKeypoints, d.bad_x = i, d.bad_y = 0, d.bad_c = c, d.bad_got = g,
+      d.bad_ref = r;
   };
   std::set<std::pair<int, int>> ref_pos;
   std::vector<std::pair<std::pair<int, int>, float>> ref_pts;
@@ -441,8 +442,8 @@ OpDef topk_op() {
   OpDef op;
   op.name = "topk";
   op.summary = "the K highest non-zero NMS scores as keypoints (x, y, score), on the device";
-  op.inputs = {"nms"};
-  op.outputs = {"keypoints"};
+  op.inputs = {slots::kNms};
+  op.outputs = {slots::kKeypoints};
   op.params = param_specs<TopkParams>();
   op.shape = topk_shape;
   op.reference = topk_reference;

@@ -1,0 +1,136 @@
+#include "launch_recorder.h"
+
+#include <nvtx3/nvToolsExt.h>
+
+#include <cmath>
+
+#include "check.h"
+#include "device.h"
+
+namespace lab {
+
+LaunchRecorder::~LaunchRecorder() {
+  close_range();
+  for (auto& [a, b] : m_events) cudaEventDestroy(a), cudaEventDestroy(b);
+}
+
+void LaunchRecorder::refuse_if_unlaunchable(const void* func, const char* name, dim3 grid,
+                                            dim3 block, size_t smem) {
+  if (!func) return;
+  const FuncInfo& fi = func_info(func);
+  const int threads = int(block.x * block.y * block.z);
+  if (threads > fi.attrs.max_threads)
+    throw Error(ErrorKind::Refused, std::string(name) + ": " + std::to_string(threads) +
+                                        " threads per block; this kernel can launch at most " +
+                                        std::to_string(fi.attrs.max_threads));
+  if (grid.y > 65535 || grid.z > 65535 || grid.x == 0 || grid.y == 0 || grid.z == 0)
+    throw Error(ErrorKind::Refused, std::string(name) + ": grid " + std::to_string(grid.x) + "x" +
+                                        std::to_string(grid.y) + "x" + std::to_string(grid.z) +
+                                        " is outside CUDA's limits (y and z at most 65535)");
+  const DeviceInfo& dev = device_info();
+  if (fi.attrs.static_smem + smem > dev.smem_per_block)
+    throw Error(ErrorKind::Refused, std::string(name) + ": needs " +
+                                        std::to_string(fi.attrs.static_smem + smem) +
+                                        " bytes of shared memory per block, the device gives " +
+                                        std::to_string(dev.smem_per_block));
+}
+
+void LaunchRecorder::begin(cudaStream_t stream, size_t stage, const std::string& label,
+                           const void* func, const char* name, dim3 grid, dim3 block, size_t smem) {
+  LaunchRecord rec;
+  rec.stage = stage;
+  rec.kernel = name;
+  rec.func = func;
+  rec.grid = grid;
+  rec.block = block;
+  rec.dyn_smem = smem;
+  const size_t n = m_launches.size();
+  while (m_events.size() <= n) {
+    cudaEvent_t a, b;
+    LAB_CUDA_CHECK(cudaEventCreate(&a));
+    LAB_CUDA_CHECK(cudaEventCreate(&b));
+    m_events.emplace_back(a, b);
+  }
+  m_launches.push_back(std::move(rec));
+  if (!m_untimed) LAB_CUDA_CHECK(cudaEventRecord(m_events[n].first, stream));
+  nvtxRangePushA(name);
+  if (m_ranges) m_ranges->push(label + " " + name);
+  m_open = true;
+}
+
+void LaunchRecorder::end(cudaStream_t stream) {
+  close_range();
+  if (!m_untimed) LAB_CUDA_CHECK(cudaEventRecord(m_events[m_launches.size() - 1].second, stream));
+  LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void LaunchRecorder::close_range() {
+  if (!m_open) return;
+  m_open = false;
+  if (m_ranges) m_ranges->pop();
+  nvtxRangePop();
+}
+
+double LaunchRecorder::collect(bool timed) {
+  for (size_t n = 0; n < m_launches.size(); ++n) {
+    LaunchRecord& r = m_launches[n];
+    if (timed)
+      LAB_CUDA_CHECK(cudaEventElapsedTime(&r.ms, m_events[n].first, m_events[n].second));
+    else
+      r.ms = std::nanf("");
+    if (r.func) fill_occupancy(r);
+  }
+  if (!timed || m_launches.empty()) return 0;
+  float ms = 0;
+  LAB_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, m_events[0].first, m_events[m_launches.size() - 1].second));
+  return ms;
+}
+
+LaunchRecorder::FuncInfo& LaunchRecorder::func_info(const void* func) {
+  auto it = m_funcs.find(func);
+  if (it != m_funcs.end()) return it->second;
+  cudaFuncAttributes a{};
+  LAB_CUDA_CHECK(cudaFuncGetAttributes(&a, func));
+  FuncInfo fi;
+  fi.attrs = {a.numRegs, a.sharedSizeBytes, a.localSizeBytes, a.maxThreadsPerBlock,
+              a.binaryVersion};
+#if CUDART_VERSION >= 12030
+  // The kernel's mangled name finds its sm_87 counts (looked up once per kernel).
+  const char* name = nullptr;
+  if (cudaFuncGetName(&name, func) == cudaSuccess)
+    fi.sm87 = find_sm87_resources(name);
+  else
+    cudaGetLastError();  // not an error of ours: the Orin estimate uses this GPU's counts
+#endif
+  return m_funcs.emplace(func, fi).first->second;
+}
+
+void LaunchRecorder::fill_occupancy(LaunchRecord& r) {
+  FuncInfo& fi = func_info(r.func);
+  r.attrs = fi.attrs;
+  const auto key = std::make_pair(r.threads(), r.dyn_smem);
+  auto it = fi.blocks_per_sm.find(key);
+  if (it == fi.blocks_per_sm.end()) {
+    int n = 0;
+    LAB_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, r.func, r.threads(), r.dyn_smem));
+    it = fi.blocks_per_sm.emplace(key, n).first;
+  }
+  r.blocks_per_sm = it->second;
+  const KernelResources res{r.threads(), r.attrs.regs, r.attrs.static_smem, r.dyn_smem};
+  const DeviceInfo& d = device_info();
+  if (const ArchLimits* arch = arch_limits(d.major, d.minor))
+    r.est = estimate_occupancy(*arch, res);
+  // Orin: the sm_87 build's own registers and shared memory (read from ptxas at build time),
+  // found by the kernel's mangled name; this GPU's counts when the name cannot be had.
+  KernelResources orin_res = res;
+  r.orin_from_sm87_build = fi.sm87 != nullptr;
+  if (fi.sm87) {
+    orin_res.regs_per_thread = fi.sm87->regs;
+    orin_res.static_smem = size_t(fi.sm87->smem);
+  }
+  if (const ArchLimits* orin = arch_limits(8, 7)) r.orin = estimate_occupancy(*orin, orin_res);
+}
+
+}  // namespace lab
