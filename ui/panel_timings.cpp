@@ -101,8 +101,9 @@ void draw_timings_panel(GuiApp& app) {
     if (ImGui::Checkbox("cold L2", &ui.cold_l2)) ui.launch_us.clear(), ui.pipeline_ms.clear();
     tip("empty the L2 (read twice its size, then discard those lines) before each frame's timed "
         "run (bench --cold): the frame starts DRAM-cold, later stages read what earlier ones "
-        "left in the L2. Off: L2-warm, the input left in the L2 by its upload, as a live "
-        "pipeline runs. Switching starts new histories");
+        "left in the L2. Off: L2-warm as in bench: an untimed run of the same frame goes just "
+        "before the timed one, so the UI's own drawing between frames does not evict the input. "
+        "Switching starts new histories");
     ImGui::SameLine();
     if (ImGui::Button("measure counters")) ui.counters_requested = true;
     tip("hardware counters for every launch of the next frame, through CUPTI's range profiler "
