@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "check.h"
+#include "trial.h"
 #if defined(LAB_WITH_GUI)
 #include "gui.h"
 #endif
@@ -93,6 +94,14 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
                   "a live kernel (CUDA source, compiled with NVRTC; its options in a '// @lab' "
                   "line; see `kernel-lab copy`) to run as the --replace stage's variant 'user'");
   cmd->add_option("--replace", o.replace, "the stage the --kernel-file kernel replaces");
+  cmd->add_option("--trial-timeout", o.trial_timeout_s,
+                  "seconds the --kernel-file kernel's trial run (once, in a child process, "
+                  "before it enters the lab) may take; one that takes longer is not installed")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
+  cmd->add_flag("--trial-memcheck", o.trial_memcheck,
+                "run the trial under compute-sanitizer --tool memcheck (found on PATH or beside "
+                "nvcc) and report invalid accesses at the kernel's source lines");
   cmd->add_option("--upload", o.upload,
                   "how frames reach the GPU: auto (mapped on an integrated GPU such as Orin, "
                   "else pinned), pageable, pinned (page-locked, async on a copy stream) or mapped "
@@ -118,6 +127,8 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // The trial child (trial.h): a hidden subcommand, started by the lab itself.
+  if (argc == 2 && std::string(argv[1]) == "__trial") return trial_child_main(0, 1);
   CLI::App app{kAbout, "kernel-lab"};
   app.footer(kFooter);
   app.set_version_flag("--version", LAB_VERSION);
@@ -243,6 +254,10 @@ int run_cli(int argc, char** argv) {
                   "bench (0: none; the first launch then absorbs the host's latency)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 100000.0));
+  gui->add_option("--live-recompile", gui_o.live_recompile,
+                  "with --kernel-file: compile and run it again every N frames, as a user "
+                  "pressing the button would (a scripted run prints the median time to installed)")
+      ->check(CLI::Range(0, 1000000));
   gui->add_option("--dump-texture", gui_o.dump_texture,
                   "after the last frame, write the viewport's output texture (as OpenGL holds "
                   "it) to this .npy: checks what interop wrote");
@@ -277,6 +292,8 @@ int run_cli(int argc, char** argv) {
       gui_o.lab_seed = gui_c.seed;
       gui_o.kernel_file = gui_c.kernel_file;
       gui_o.replace = gui_c.replace;
+      gui_o.trial_timeout_s = gui_c.trial_timeout_s;
+      gui_o.trial_memcheck = gui_c.trial_memcheck;
       if (gui_o.kernel_file.empty() != gui_o.replace.empty())
         throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");
       gui_o.max_pixels = gui_c.max_pixels;

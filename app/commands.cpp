@@ -26,6 +26,7 @@
 #include "paths.h"
 #include "presets.h"
 #include "stats.h"
+#include "trial.h"
 
 namespace lab::app {
 
@@ -102,8 +103,8 @@ io::Frame next_frame(io::FrameSource& src, size_t& skipped) {
 std::unique_ptr<Session> open_session(const CommonOptions& c) {
   PipelineConfig p = build_pipeline(c);
   const Backend b = pick_backend(c.device);
-  install_live_kernel(p, c, b);
   if (const Op* lab = playground_of(p)) {
+    install_live_kernel(p, c, b, nullptr);
     // A playground: inputs generated from the size and seed, no frame source.
     auto s =
         std::unique_ptr<Session>(new Session{std::move(p), Runner(b), nullptr, {}, 0, lab, {}});
@@ -121,6 +122,7 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
   auto source = io::open_source(c.input, so);
   size_t skipped = 0;
   HostImage in = next_frame(*source, skipped).image;
+  install_live_kernel(p, c, b, &in);  // its trial runs on this first frame
   auto s = std::unique_ptr<Session>(
       new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped, nullptr, {}});
   if (b == Backend::Cuda) s->runner.set_upload_mode(upload);
@@ -141,7 +143,8 @@ std::string bad_pixel(const DiffStats& d) {
 
 }  // namespace
 
-void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b) {
+void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
+                         const HostImage* frame) {
   if (c.kernel_file.empty() != c.replace.empty())
     throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");
   if (c.kernel_file.empty()) return;
@@ -169,6 +172,27 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b) {
               << " compiles; without a GPU it cannot run (the CPU references run)\n";
     return;
   }
+  // The trial: one run in a child process, on this input, before the kernel may enter.
+  TrialRequest req;
+  req.build = build;
+  req.stage = c.replace;
+  req.pipeline = preset_to_json(p);
+  if (frame) req.frame = *frame;
+  req.lab_size = c.size, req.lab_seed = c.seed;
+  TrialLimits limits;
+  limits.timeout_s = c.trial_timeout_s;
+  limits.memcheck = c.trial_memcheck;
+  TrialRunner trial(trial_command());
+  const TrialReport rep = trial.run(req, limits);
+  for (const MemcheckFinding& f : rep.memcheck)
+    std::cerr << c.kernel_file << ":" << f.line << ": memcheck: " << f.text << "\n";
+  if (!rep.passed())
+    throw Error(rep.outcome == TrialOutcome::Unwritten ? ErrorKind::Data : ErrorKind::Internal,
+                c.kernel_file + ": the trial run " + trial_outcome_name(rep.outcome) + ": " +
+                    rep.message + " (it was not installed)");
+  std::cout << "kernel: trial passed in " << fmt("%.0f", rep.trial_ms) << " ms"
+            << (rep.memchecked ? " under memcheck (no finding)" : "") << ": " << rep.message
+            << "\n";
   const auto t0 = std::chrono::steady_clock::now();
   auto kernel = std::make_shared<LiveKernel>(build);
   stage->custom = make_live_op(base, kernel);
@@ -634,7 +658,7 @@ std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
 // --print-ncu: the ncu command line for each selected stage's configured kernels.
 int print_ncu(const CommonOptions& c, const BenchOptions& o) {
   PipelineConfig p = build_pipeline(c);
-  install_live_kernel(p, c, Backend::Cpu);
+  install_live_kernel(p, c, Backend::Cpu, nullptr);
   const std::vector<ResolvedStage> stages = resolve(p, nullptr);
   std::string input = playground_of(p) ? "--lab " + c.pipeline : "--input " + c.input;
   if (!playground_of(p) && c.pipeline != "keypoints") input += " --pipeline " + c.pipeline;

@@ -24,6 +24,8 @@ struct CommonOptions {
   uint64_t seed = 1;                   // a playground's generated inputs
   std::string kernel_file;             // a live kernel (NVRTC) ...
   std::string replace;                 // ... replacing this stage's kernel (variant "user")
+  double trial_timeout_s = 2.0;        // its trial run's time limit ...
+  bool trial_memcheck = false;         // ... and whether it runs under compute-sanitizer
   bool graph = false;                  // replay the pipeline as a CUDA graph (run, bench, gui)
   std::string upload = "auto";         // auto | pageable | pinned | mapped
   std::vector<std::string> variants, blocks, maths, params;
@@ -83,9 +85,13 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o);
 int cmd_run(const CommonOptions& c, const RunOptions& o);
 int cmd_copy(const CopyOptions& o);
 
-// --kernel-file / --replace: compiles the file (NVRTC) and, with a GPU, makes it the replaced
-// stage's variant "user". Throws Error(Data) for a missing file or one that does not compile
-// (its diagnostics go to stderr), Error(Usage) for a stage that cannot take it.
-void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b);
+// --kernel-file / --replace: compiles the file (NVRTC) and, with a GPU, runs it once in a trial
+// child process (trial.h) on `frame` (null: a playground's generated inputs) under
+// --trial-timeout (and --trial-memcheck); only a kernel that passed becomes the replaced stage's
+// variant "user". Throws Error(Data) for a missing file, one that does not compile (its
+// diagnostics go to stderr) or a kernel that leaves outputs unwritten, Error(Usage) for a stage
+// that cannot take it, Error(Internal) for a trial that faulted, did not finish or crashed.
+void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
+                         const HostImage* frame);
 
 }  // namespace lab::app

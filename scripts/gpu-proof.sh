@@ -8,8 +8,9 @@
 # the GUI, a bad kernel under compute-sanitizer; "measure": the GUI's timings against bench's on
 # one input, the first launch without the queue-ahead delay, hardware counters against ncu
 # (scripts/compare_counters.py). LAB_PROOF_SECTIONS picks sections (default:
-# "tests gui sanitizer bench torch upload labs live measure toy"; "gputests" runs the GPU suite
-# alone).
+# "tests gui sanitizer bench torch upload labs live trial measure toy"; "gputests" runs the GPU
+# suite alone). "trial": live kernels that fault, hang or pass and fault later, against the
+# trial child and the GUI's recovery, timed.
 # Logs go to $OUT (or ./out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +39,7 @@ step() {
   "$@"
   echo "=== exit $? ($((SECONDS - t0)) s)"
 }
-sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch upload labs live measure toy} "
+sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch upload labs live trial measure toy} "
 uname -r  # Firecracker (-fc-...-gpu): counters and compute-sanitizer work; gVisor (4.4.0): not
 want() { [[ $sections == *" $1 "* ]]; }
 [ "${LAB_PROOF_BENCH:-1}" = 0 ] && sections=${sections/ bench / }
@@ -124,6 +125,20 @@ want live && {  # live kernels: copies against the kernels that ship, compile to
   step "$san" --tool memcheck --error-exitcode 99 "$lab" check --pipeline harris --input synthetic:64x48 --size 64x48 --stage blur --kernel-file "$t/oob.cu" --replace blur --quick
   rm -rf "$t"
 } 2>&1 | tee "$out/live.log" | grep -E "^===|ERROR SUMMARY|configurations|kernel:|user|gui: live"
+want trial && {  # kernels that cannot take the lab down: trial runs, recovery, hangs (issue 14)
+  img=$LAB_DATA_DIR/box_in_scene.png
+  t=$(mktemp -d)
+  ex=$LAB_EXAMPLES_DIR
+  step "$lab" gui --headless --frames 80 --window 1600x900 --input "$img" --kernel-file "$ex/blur_smem.cu" --replace blur --live-recompile 10
+  step "$lab" gui --headless --frames 40 --window 1600x900 --input "$img" --kernel-file "$ex/blur_smem.cu" --replace blur --live-recompile 10 --trial-memcheck
+  step "$lab" gui --headless --frames 60 --window 1600x900 --input "$img" --kernel-file "$ex/fault_later.cu" --replace blur --screenshot "$out/gui-recovered.png"
+  step "$lab" check --input "$img" --stage blur --quick --kernel-file "$ex/endless_loop.cu" --replace blur --trial-timeout 1
+  printf '__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n  const int x = lab_x(), y = lab_y();\n  if (x == 3 && y == 0) reinterpret_cast<volatile float*>(8)[0] = 1.0f;\n  if (!inside(out[0], x, y)) return;\n  out[0].at(x, y) = in[0].at(x, y);\n}\n' > "$t/null_write.cu"
+  step "$lab" check --input "$img" --stage blur --quick --kernel-file "$t/null_write.cu" --replace blur --trial-memcheck
+  sed 's/reinterpret_cast<volatile float\*>(8)\[0\] = 1.0f;/{ volatile int spin = 1; while (spin) {} }/' "$ex/fault_later.cu" > "$t/hang_later.cu"
+  LAB_HANG_REPORT_S=2 step "$lab" gui --headless --frames 60 --window 1600x900 --input "$img" --kernel-file "$t/hang_later.cu" --replace blur --screenshot "$out/gui-hang.png"
+  rm -rf "$t"
+} 2>&1 | tee "$out/trial.log" | grep -E "^===|gui: |kernel|trial|memcheck|error"
 want measure && {  # one way to measure: the GUI against bench, counters against ncu
   img=$LAB_DATA_DIR/box_in_scene.png
   step "$lab" bench --input "$img" --reps 300

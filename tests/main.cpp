@@ -3,7 +3,11 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -19,6 +23,16 @@ int main(int argc, char** argv) {
     std::cout << "gpu suite skipped: no CUDA device (" << lab::device_info().why_absent << ")\n";
     return 77;
   }
+  // A private state folder for this run (the lab's autosave and imgui.ini), inherited by every
+  // kernel-lab the tests start: no test reads or writes the user's.
+  const std::string state =
+      (std::filesystem::temp_directory_path() / ("lab_tests_state_" + std::to_string(getpid())))
+          .string();
+  std::filesystem::create_directories(state);
+  setenv("XDG_STATE_HOME", state.c_str(), 1);
   doctest::Context ctx(argc, argv);
-  return ctx.run();
+  const int rc = ctx.run();
+  std::error_code ec;
+  std::filesystem::remove_all(state, ec);
+  return rc;
 }

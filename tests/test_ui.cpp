@@ -2,6 +2,7 @@
 // when xvfb-run is there, in a real window under Xvfb.
 #include <stb/stb_image.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -366,6 +367,66 @@ TEST_SUITE("cpu") {
     CHECK(has(missing, "does not exist"));
   }
 
+  TEST_CASE("gui: a sticky GPU fault is recovered in place: live frames again, one banner") {
+    // Simulated (LAB_SIMULATE_GPU_FAULT): job 4 throws the sticky error a faulting kernel gives;
+    // the GPU case below faults for real.
+    setenv("LAB_SIMULATE_GPU_FAULT", "4", 1);
+    const Result r = lab_cli(
+        "gui --headless --frames 14 --window 640x480 --device cpu --input synthetic:320x240 "
+        "--size 160x96",
+        120);
+    unsetenv("LAB_SIMULATE_GPU_FAULT");
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK_MESSAGE(has(r, "recovered from 1 GPU fault(s)"), r.out);
+    CHECK(!has(r, "no frame ran since"));
+    CHECK(has(r, "Kernel Lab reset the device and rebuilt its CUDA state"));
+    unsigned long long frames = 0, results = 0;
+    const size_t line = r.out.find(" frames, ");
+    REQUIRE(line != std::string::npos);
+    const size_t start = r.out.rfind("gui: ", line);
+    REQUIRE(std::sscanf(r.out.c_str() + start, "gui: %llu frames, %llu results", &frames,
+                        &results) == 2);
+    CHECK(frames == 14);
+    CHECK(results >= 11);  // every job but the one that faulted (and the frame after) ran
+  }
+
+  TEST_CASE("gui: a frame that never ends is reported; quitting exits 70 with what was saved") {
+    const fs::path dir = fs::temp_directory_path() / ("lab_hang_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    setenv("LAB_SIMULATE_GPU_HANG", "3", 1);
+    setenv("LAB_HANG_REPORT_S", "0.5", 1);
+    const std::string old_state =
+        std::getenv("XDG_STATE_HOME") ? std::getenv("XDG_STATE_HOME") : "";
+    setenv("XDG_STATE_HOME", dir.c_str(), 1);
+    const char* env = std::getenv("LAB_EXAMPLES_DIR");
+    const std::string file = std::string(env && *env ? env : LAB_EXAMPLES_DIR) + "/blur_smem.cu";
+    const auto t0 = std::chrono::steady_clock::now();
+    const Result r = lab_cli(
+        "gui --headless --frames 12 --window 640x480 --device cpu --pipeline harris --input "
+        "synthetic:320x240 --size 160x96 --kernel-file " +
+            file + " --replace blur",
+        120);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    unsetenv("LAB_SIMULATE_GPU_HANG");
+    unsetenv("LAB_HANG_REPORT_S");
+    CHECK_MESSAGE(r.code == 70, r.out);  // a message and 70, never SIGABRT (134) or a hang
+    CHECK_MESSAGE(has(r, "frame 3 has been running for"), r.out);
+    CHECK(has(r, "exits without waiting"));
+    CHECK(has(r, "last_session.json"));
+    CHECK(fs::exists(dir / "kernel-lab" / "last_session.json"));
+    CHECK(fs::exists(dir / "kernel-lab" / "live_draft.json"));  // the editor, saved
+    CHECK(s < 30);
+    // The next start restores the editor (not compiled: the kernel could be the culprit).
+    const Result again = lab_cli(
+        "gui --headless --frames 2 --window 640x480 --device cpu --pipeline harris --input "
+        "synthetic:320x240 --size 160x96",
+        60);
+    CHECK(again.code == 0);
+    CHECK_MESSAGE(has(again, "gui: editor: restored your last edit"), again.out);
+    setenv("XDG_STATE_HOME", old_state.c_str(), 1);
+    fs::remove_all(dir);
+  }
+
   TEST_CASE("gui: a headless run without --frames stops by itself") {
     const Shot s = screenshot("timeout 60 ",
                               "--headless --window 320x240 --device cpu "
@@ -434,6 +495,60 @@ TEST_SUITE("gpu") {
     CHECK(has(off, "FAIL"));
     const Result fault = lab_cli(common + (d / "fault.cu").string());
     CHECK(fault.code == 70);
+    fs::remove_all(d);
+  }
+
+  LAB_GPU_CASE(
+      "gui on the GPU: a kernel that passes its trial and faults later is recovered "
+      "from in place; one that hangs later is reported and the lab exits 70") {
+    const fs::path d = fs::temp_directory_path() / ("lab_recover_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    // Its fifth launch faults (or spins): the trial runs it once, the lab's frames run it twice.
+    auto later = [](const char* what) {
+      return std::string(
+                 "__device__ unsigned launches;\n"
+                 "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
+                 "  const int x = lab_x(), y = lab_y();\n"
+                 "  if (x == 0 && y == 0 && atomicAdd(&launches, 1u) >= 4) {") +
+             what +
+             "}\n"
+             "  if (!inside(out[0], x, y)) return;\n"
+             "  out[0].at(x, y) = in[0].at(x, y);\n"
+             "}\n";
+    };
+    std::ofstream(d / "later_fault.cu") << later(" reinterpret_cast<volatile float*>(8)[0] = 1; ");
+    std::ofstream(d / "later_hang.cu") << later(" volatile int spin = 1; while (spin) {} ");
+    const std::string common =
+        "gui --headless --window 1280x720 --pipeline harris --input synthetic:640x480 --size "
+        "320x192 --replace blur --kernel-file ";
+    const fs::path png = d / "after.png";
+    const Result r = lab_cli(
+        common + (d / "later_fault.cu").string() + " --frames 40 --screenshot " + png.string(),
+        120);
+    MESSAGE(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "trial passed"));
+    CHECK(has(r, "recovered from 1 GPU fault(s)"));
+    CHECK(!has(r, "no frame ran since"));
+    CHECK(has(r, "blur back on"));
+    int w = 0, h = 0, n = 0;
+    unsigned char* px = stbi_load(png.string().c_str(), &w, &h, &n, 4);
+    REQUIRE(px);
+    std::set<uint32_t> colours;
+    for (int i = 0; i < w * h; ++i) {
+      uint32_t c;
+      std::memcpy(&c, px + size_t(i) * 4, 4);
+      colours.insert(c);
+    }
+    stbi_image_free(px);
+    CHECK(colours.size() > 50);  // live frames, the panels and the banner drawn
+    setenv("LAB_HANG_REPORT_S", "1", 1);
+    const Result hang = lab_cli(common + (d / "later_hang.cu").string() + " --frames 30", 120);
+    unsetenv("LAB_HANG_REPORT_S");
+    MESSAGE(hang.out);
+    CHECK(hang.code == 70);
+    CHECK(has(hang, "has been running for"));
+    CHECK(has(hang, "waiting on blur/user"));
     fs::remove_all(d);
   }
 }

@@ -21,6 +21,7 @@
 #include "measure.h"
 #include "minmax.h"
 #include "runner.h"
+#include "trial.h"
 
 namespace lab::ui {
 
@@ -97,6 +98,7 @@ struct LabRequest {
 
 struct JobInput {
   std::optional<HostImage> frame;
+  std::shared_ptr<const HostImage> shared_frame;  // or this one (the GUI keeps it for trials)
   std::optional<LabRequest> lab;  // with a playground pipeline: (re)generate its inputs
   std::optional<PipelineConfig> pipeline;
   std::string shown_name;
@@ -107,6 +109,8 @@ struct JobInput {
   int sweep_stage = -1;                  // time this stage with every allowed block of its variant
   MeasureOptions measure;                // how the frame is timed: as bench times it
   CounterCollector* counters = nullptr;  // collect hardware counters after the timed run
+  bool simulate_fault = false;  // tests: throw a sticky CUDA error, as a faulting kernel would
+  bool simulate_hang = false;   // tests: never return, as a frame with an endless kernel
 };
 
 struct UiState {
@@ -156,11 +160,14 @@ struct UiState {
   std::map<std::string, std::map<std::string, std::vector<float>>> lab_ms;
 };
 
-// A compile (and, with a GPU, load) on the live-kernel worker.
+// A compile, its trial (a child process) and, when it passed, the load, on the live worker.
 struct LiveResult {
   LiveBuild build;
+  bool tried = false;
+  TrialReport trial;
   std::shared_ptr<const LiveKernel> kernel;
   std::string error;
+  double ms = 0;  // compile start to loaded (or refused)
 };
 
 // The live-kernel editor's state.
@@ -179,6 +186,22 @@ struct LiveUi {
   bool waiting_first_run = false;
   double to_running_ms = 0;  // compile start to the first frame that ran it
   int cursor_line = 1;       // in the editor
+  // The trial: a warm child process (used by the live worker only: one compile at a time).
+  std::unique_ptr<TrialRunner> trial;
+  float trial_timeout_s = 2.0f;
+  bool memcheck = false;
+  std::string memcheck_why;         // empty when compute-sanitizer was found
+  bool compile_when_input = false;  // --kernel-file: compile once the first frame is there
+  bool has_trial = false;
+  TrialReport last_trial;
+  double to_installed_ms = 0;        // compile start to installed (compile, trial, load)
+  std::vector<double> installed_ms;  // every install's to_installed_ms (scripted summaries)
+  // What the installed kernel replaced, to go back to after a fault.
+  std::string replaced_variant;
+  std::optional<Block> replaced_block;
+  // Autosave: the text last written, and when.
+  std::string saved_text;
+  std::chrono::steady_clock::time_point saved_at;
 };
 
 struct GuiApp {
@@ -213,10 +236,31 @@ struct GuiApp {
   uint64_t frames = 0;
   bool frame_has_input = false;  // this UI frame's engine job got a new input frame
   std::string upload_note;       // how images reach the screen
-  uint64_t result_gen = 0;    // counts the job results applied: the viewport re-uploads on change
-  std::string uploaded;       // what the viewport texture holds (result, view, colormap, range)
-  double copy_gbs = 0;        // device copy bandwidth, measured at start (GPU)
-  CounterCollector counters;  // CUPTI, loaded on the first "measure counters"
+  uint64_t result_gen = 0;  // counts the job results applied: the viewport re-uploads on change
+  std::string uploaded;     // what the viewport texture holds (result, view, colormap, range)
+  double copy_gbs = 0;      // device copy bandwidth, measured at start (GPU)
+  std::unique_ptr<CounterCollector> counters;  // CUPTI, made on the first "measure counters"
+  // The last frame sent to the engine (a live kernel's trial runs on it), and one to send again
+  // after a GPU reset (a still image is captured once).
+  std::shared_ptr<const HostImage> last_input;
+  std::optional<HostImage> resend;
+  // The engine job in flight: when it started and which frame it is; a report once it has run
+  // longer than opt.hang_report_s (the Timings and Diff panels then say they are stale).
+  std::chrono::steady_clock::time_point job_started;
+  uint64_t job_number = 0;
+  std::string stale;
+  // Recovery from a sticky fault (recovery.cpp).
+  struct {
+    int count = 0;
+    std::chrono::steady_clock::time_point fault_at;
+    double rebuild_ms = 0;  // fault seen to CUDA state rebuilt
+    double live_ms = 0;     // fault seen to the next frame that ran
+    bool waiting = false;   // for that frame
+  } recovery;
+  uint64_t simulate_fault_at = 0;  // tests (LAB_SIMULATE_GPU_FAULT=N): job N faults
+  uint64_t simulate_hang_at = 0;   // tests (LAB_SIMULATE_GPU_HANG=N): job N never ends
+  int exit_code = 0;               // 70 when the GPU could not be brought back
+  bool quit = false;
 };
 
 // Adds a tooltip to the last item.
@@ -239,6 +283,22 @@ void start_live_compile(GuiApp& app);
 void set_live_source(GuiApp& app, const std::string& source);
 void poll_live(GuiApp& app);
 void live_frame_ran(GuiApp& app, const FrameResult& r);
+// The editor's autosave: written when the text changed and `force` (a compile) or a few seconds
+// have passed; restore_live_draft() puts the last one back in the editor at start-up.
+void autosave_live(GuiApp& app, bool force);
+void restore_live_draft(GuiApp& app);
+// The pipeline with every live kernel taken out (the replaced stages at their default variant,
+// added stages removed): what a trial child can rebuild, and what a fault goes back to.
+PipelineConfig without_live(const PipelineConfig& p);
+
+// After a sticky CUDA error (recovery.cpp): the faulting live kernel uninstalled (its text kept),
+// every CUDA object of the old context dropped, the device reset, the runner, interop and input
+// rebuilt, and the last frame sent again; one banner says so. When the device cannot be brought
+// back, the editor and the pipeline are saved and the lab quits with code 70.
+void recover_gpu(GuiApp& app, const std::string& error);
+// Saves the editor (autosave) and the pipeline (state_dir()/last_session.json) before an exit
+// that cannot wait for the GPU; returns what was saved where, for the message.
+std::string save_before_exit(GuiApp& app);
 
 // Asks the next engine job to run every stage's CPU reference on the same input slots and diff.
 void compare_now(GuiApp& app);

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <future>
+#include <thread>
 
 #include "app_state.h"
 #include "keypoint_slots.h"
@@ -16,11 +18,36 @@ namespace lab::ui {
 
 // Starts the next engine job when none is running; takes a finished job's result.
 void engine_frame(GuiApp& app, bool wait) {
-  if (app.job.valid() &&
-      (wait || app.job.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
+  using Clock = std::chrono::steady_clock;
+  if (app.job.valid()) {
+    // The UI never waits on the GPU for long: a scripted run waits for its job up to the hang
+    // limit, an interactive one not at all. A job still running past the limit is reported, and
+    // the panels that show its results say they are stale.
+    const auto limit =
+        app.job_started + std::chrono::milliseconds(int64_t(1e3 * app.opt.hang_report_s));
+    const bool ready = app.job.wait_until(wait && app.stale.empty() ? limit : Clock::now()) ==
+                       std::future_status::ready;
+    if (!ready) {
+      const double s = std::chrono::duration<double>(Clock::now() - app.job_started).count();
+      if (s >= app.opt.hang_report_s) {
+        const std::string at = app.runner->first_unfinished_launch();
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "frame %llu has been running for %.0f s",
+                      (unsigned long long)app.job_number, s);
+        app.stale = std::string(buf) +
+                    (at.empty() ? " (the GPU has not finished it)" : ": waiting on " + at);
+      }
+      return;
+    }
+  }
+  if (app.job.valid()) {
     FrameResult r = app.job.get();
+    app.stale.clear();
     if (!r.error.empty()) app.ui.message = r.error;
-    app.gpu_lost = app.gpu_lost || r.gpu_lost;
+    if (r.gpu_lost) {
+      recover_gpu(app, r.error);
+      return;
+    }
     if (r.compared) app.ui.diff = std::move(r.diff);
     if (r.ran || r.compared) ++app.result_gen;
     if (r.ran) {
@@ -48,6 +75,11 @@ void engine_frame(GuiApp& app, bool wait) {
         app.ui.counter_stages = r.stage_names;
       }
       ++app.frames;
+      if (app.recovery.waiting) {
+        app.recovery.waiting = false;
+        app.recovery.live_ms =
+            std::chrono::duration<double, std::milli>(Clock::now() - app.recovery.fault_at).count();
+      }
       display_result(app, r);
       live_frame_ran(app, r);
       if (r.uploaded)  // the frames that sent one: the copy and the staging together
@@ -57,13 +89,19 @@ void engine_frame(GuiApp& app, bool wait) {
       app.view = std::move(r);  // a job that failed leaves the last good frame on screen
     }
   }
-  if (app.job.valid() || app.gpu_lost) return;
+  if (app.job.valid() || app.gpu_lost || app.quit) return;
   JobInput in;
   const Op* lab = playground_of(app.ui.pipeline);
   io::Frame f;
   // A playground computes on its generated inputs: camera frames are left in the mailbox.
-  if (!lab && app.capture->take_latest(f)) in.frame = std::move(f.image);
-  app.frame_has_input = in.frame.has_value();
+  if (!lab && app.capture->take_latest(f)) {
+    in.shared_frame = std::make_shared<const HostImage>(std::move(f.image));
+  } else if (!lab && app.resend) {  // after a GPU reset: the frame the old runner had
+    in.shared_frame = std::make_shared<const HostImage>(std::move(*app.resend));
+  }
+  app.resend.reset();
+  if (in.shared_frame) app.last_input = in.shared_frame;
+  app.frame_has_input = in.shared_frame != nullptr;
   if (lab && (app.ui.lab_dirty || app.ui.pipeline_dirty)) {
     // New inputs only for a new playground or a new size or seed; a variant, block or math
     // change reconfigures on the inputs already on the device.
@@ -80,7 +118,7 @@ void engine_frame(GuiApp& app, bool wait) {
   // An image pipeline can only be configured for an input: it waits for the first frame (and,
   // after a playground, for a camera frame: the runner's input is then the playground's).
   const bool was_lab = !app.view.slots.empty() && app.view.lab;
-  if (!lab && app.ui.pipeline_dirty && (in.frame || (!app.view.slots.empty() && !was_lab))) {
+  if (!lab && app.ui.pipeline_dirty && (in.shared_frame || (!app.view.slots.empty() && !was_lab))) {
     in.pipeline = app.ui.pipeline;
     app.ui.pipeline_dirty = false;
     app.ui.launch_us.clear();
@@ -103,16 +141,29 @@ void engine_frame(GuiApp& app, bool wait) {
   app.ui.compare_requested = false;
   in.measure = app.opt.measure;
   in.measure.cold_l2 = app.ui.cold_l2;
-  if (app.ui.counters_requested) in.counters = &app.counters;
+  if (app.ui.counters_requested) {
+    if (!app.counters) app.counters = std::make_unique<CounterCollector>();
+    in.counters = app.counters.get();
+  }
   app.ui.counters_requested = false;
+  ++app.job_number;
+  in.simulate_fault = app.simulate_fault_at > 0 && app.job_number == app.simulate_fault_at;
+  in.simulate_hang = app.simulate_hang_at > 0 && app.job_number == app.simulate_hang_at;
+  app.job_started = Clock::now();
   app.job = std::async(std::launch::async, run_job, std::ref(*app.runner), std::move(in));
-  if (wait) app.job.wait();
+  if (wait) app.job.wait_for(std::chrono::milliseconds(int64_t(1e3 * app.opt.hang_report_s)));
 }
 
 FrameResult run_job(Runner& r, JobInput in) {
   FrameResult out;
   const auto job_start = std::chrono::steady_clock::now();
+  const HostImage* frame = in.shared_frame ? in.shared_frame.get()
+                           : in.frame      ? &*in.frame
+                                           : nullptr;
   try {
+    while (in.simulate_hang) std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (in.simulate_fault)
+      throw CudaError(700, true, "an illegal memory access was encountered (simulated for a test)");
     const auto slots = r.slots();
     const PipelineConfig* want = in.pipeline ? &*in.pipeline : nullptr;
     if (in.lab && want) {
@@ -120,15 +171,15 @@ FrameResult run_job(Runner& r, JobInput in) {
       const Op* op = playground_of(*want);
       if (!op) throw Error(ErrorKind::Internal, "a playground request for an image pipeline");
       r.configure_lab(*want, make_lab_inputs(*op, in.lab->size, in.lab->seed));
-    } else if ((want && (in.frame || !slots.empty())) ||
-               (in.frame && (slots.empty() || in.frame->desc() != slots[0].desc))) {
+    } else if ((want && (frame || !slots.empty())) ||
+               (frame && (slots.empty() || frame->desc() != slots[0].desc))) {
       // A new pipeline, a first frame, or a frame of another size: (re)configure.
-      const ImageDesc input = in.frame ? in.frame->desc() : slots.at(0).desc;
+      const ImageDesc input = frame ? frame->desc() : slots.at(0).desc;
       r.configure(want ? *want : r.pipeline(), input);
     }
     if (in.graph) r.set_graph(*in.graph);
     if (r.slots().empty()) return out;  // no frame yet
-    if (in.frame) r.set_input(*in.frame);
+    if (frame) r.set_input(*frame);
     // bench's figures are L2-warm: each timed run follows another run of the same frame. Between
     // two UI frames the GPU draws the UI and uploads textures, which evicts the frame from the
     // L2 (letterbox, the first kernel, read 1.1 us more at 1080p on the H200), so an untimed run
@@ -139,7 +190,7 @@ FrameResult run_job(Runner& r, JobInput in) {
     timed_run(r, in.measure);
     out.enqueue_ms = r.enqueue_ms();
     out.cold_l2 = in.measure.cold_l2;
-    if (in.frame) {
+    if (frame) {
       out.upload_dma_ms = r.upload_ms(), out.staging_ms = r.staging_ms();
       out.uploaded = true;
     }

@@ -136,6 +136,23 @@ int run_gui(const GuiOptions& opt) {
   open_input(app, opt.input);
   std::snprintf(app.ui.input_edit, sizeof app.ui.input_edit, "%s", opt.input.c_str());
   app.ui.preset_path = config_dir() + "/default.json";
+  app.live.trial_timeout_s = float(opt.trial_timeout_s);
+  if (opt.backend != Backend::Cuda)
+    app.live.memcheck_why = "CPU mode: live kernels do not run, so there is nothing to check";
+  else
+    find_compute_sanitizer(&app.live.memcheck_why);
+  app.live.memcheck = opt.trial_memcheck && app.live.memcheck_why.empty();
+  if (opt.trial_memcheck && !app.live.memcheck)
+    app.ui.message = "--trial-memcheck: " + app.live.memcheck_why;
+  // Tests: the recovery and hang paths without a faulting GPU (job N faults, or never ends), and
+  // a shorter hang report.
+  if (const char* f = std::getenv("LAB_SIMULATE_GPU_FAULT"))
+    app.simulate_fault_at = std::strtoull(f, nullptr, 10);
+  if (const char* f = std::getenv("LAB_SIMULATE_GPU_HANG"))
+    app.simulate_hang_at = std::strtoull(f, nullptr, 10);
+  if (const char* f = std::getenv("LAB_HANG_REPORT_S"))
+    app.opt.hang_report_s = std::clamp(std::atof(f), 0.1, 3600.0);
+  if (opt.kernel_file.empty()) restore_live_draft(app);  // nothing typed is lost
   if (!opt.kernel_file.empty()) {  // the editor opens on the file and compiles it
     app.live.stage = opt.replace;
     try {
@@ -143,7 +160,7 @@ int run_gui(const GuiOptions& opt) {
       app.live.opts = read_live_options(src, app.live.opts);
       app.live.text.assign(64 * 1024, '\0');
       set_live_source(app, src);
-      start_live_compile(app);
+      app.live.compile_when_input = true;  // its trial runs on the first frame
     } catch (const Error& e) {
       app.ui.message = app.live.status = e.what();  // the GUI keeps running and says why
     }
@@ -207,8 +224,21 @@ int run_gui(const GuiOptions& opt) {
         for (int i = 0; i < 250 && app.capture->stats().captured == 0; ++i)
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
-      if (scripted && app.live.job.valid()) app.live.job.wait();  // reproducible, like jobs
+      if (scripted && app.live.job.valid())  // reproducible, like jobs (its trial is bounded)
+        app.live.job.wait_for(std::chrono::seconds(120));
+      if (opt.live_recompile > 0 && frame > 0 && frame % opt.live_recompile == 0 &&
+          !app.live.compile_when_input && !app.live.job.valid()) {
+        start_live_compile(app);  // as a user pressing "compile and run" again
+        if (scripted) app.live.job.wait_for(std::chrono::seconds(120));
+      }
+      if (app.live.compile_when_input &&
+          (app.last_input || playground_of(app.ui.pipeline) || opt.backend != Backend::Cuda)) {
+        app.live.compile_when_input = false;
+        start_live_compile(app);
+        if (scripted) app.live.job.wait_for(std::chrono::seconds(120));
+      }
       poll_live(app);
+      autosave_live(app, false);
       if (opt.counters && !counters_asked && app.frames > 0)
         app.ui.counters_requested = counters_asked = true;
       engine_frame(app, scripted);
@@ -234,12 +264,29 @@ int run_gui(const GuiOptions& opt) {
           std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
       push_history(app.ui.frame_ms, frame_ms);
       if (app.frame_has_input) push_history(app.ui.frame_input_ms, frame_ms), ++input_frames;
+      if (app.quit) break;  // the GPU could not be brought back (recovery.cpp)
     }
   } catch (...) {
     ImGui_ImplOpenGL3_Shutdown();
     if (window) ImGui_ImplGlfw_Shutdown(), glfwDestroyWindow(window), glfwTerminate();
     ImGui::DestroyContext();
     throw;
+  }
+  autosave_live(app, true);
+  // A frame that never ends (a kernel in an endless loop) cannot be waited for: the lab says
+  // so, saves what the user made, and exits 70 without touching the GPU again.
+  if (app.job.valid() && app.job.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
+    if (app.stale.empty()) engine_frame(app, false);  // names the launch it waits on
+    const std::string saved = save_before_exit(app);
+    std::printf("gui: %llu frames, %llu results; a frame did not finish\n",
+                (unsigned long long)ui_frames, (unsigned long long)app.frames);
+    std::fprintf(stderr,
+                 "kernel-lab: error: %s; the GPU does not answer, so Kernel Lab exits without "
+                 "waiting for it (saved %s)\n",
+                 app.stale.empty() ? "a frame is still running" : app.stale.c_str(), saved.c_str());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(70);
   }
   auto med = [](const std::vector<float>& h) {
     return median(std::vector<double>(h.begin(), h.end()));
@@ -287,10 +334,28 @@ int run_gui(const GuiOptions& opt) {
   }
   if (opt.frames > 0 && !opt.kernel_file.empty()) {
     const LiveBuild& b = app.live.last;
-    std::printf("gui: live kernel %s: %s; compile %.0f ms, compile to running %.0f ms%s\n",
-                opt.kernel_file.c_str(), app.live.status.c_str(), b.compile_ms,
-                app.live.to_running_ms, app.live.running ? "" : " (not running)");
+    std::printf(
+        "gui: live kernel %s: %s; compile %.0f ms, trial %.0f ms, compile to installed %.0f ms, "
+        "compile to running %.0f ms%s\n",
+        opt.kernel_file.c_str(), app.live.status.c_str(), b.compile_ms,
+        app.live.has_trial ? app.live.last_trial.trial_ms : 0.0, app.live.to_installed_ms,
+        app.live.to_running_ms, app.live.running ? "" : " (not running)");
   }
+  if (opt.frames > 0 && app.live.installed_ms.size() > 1)
+    std::printf(
+        "gui: live kernel: %zu installs, compile to installed median %.0f ms (first %.0f ms, "
+        "its trial process cold)\n",
+        app.live.installed_ms.size(),
+        median(std::vector<double>(app.live.installed_ms.begin() + 1, app.live.installed_ms.end())),
+        app.live.installed_ms[0]);
+  if (opt.frames > 0 && opt.kernel_file.empty() && !app.live.status.empty())
+    std::printf("gui: editor: %s\n", app.live.status.c_str());
+  if (opt.frames > 0 && app.recovery.count > 0)
+    std::printf(
+        "gui: recovered from %d GPU fault(s): CUDA state rebuilt in %.0f ms, live frames again "
+        "%.0f ms after the fault%s\n",
+        app.recovery.count, app.recovery.rebuild_ms, app.recovery.live_ms,
+        app.recovery.waiting ? " (no frame ran since)" : "");
   if (!opt.dump_texture.empty()) {
     if (!app.texture || !app.tex_float)
       throw Error(ErrorKind::Data, "--dump-texture: the viewport shows no float plane");
@@ -314,7 +379,7 @@ int run_gui(const GuiOptions& opt) {
     glfwTerminate();
   }
   ImGui::DestroyContext();
-  return 0;
+  return app.exit_code;
 }
 
 }  // namespace lab::ui

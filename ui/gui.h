@@ -33,6 +33,11 @@ struct GuiOptions {
   uint64_t lab_seed = 1;     // and the seed of its generated inputs
   std::string kernel_file;   // a live kernel to open in the editor and compile at start ...
   std::string replace;       // ... for this stage
+  double trial_timeout_s = 2.0;  // a new live kernel's trial run: its time limit ...
+  bool trial_memcheck = false;   // ... and whether it runs under compute-sanitizer
+  int live_recompile = 0;        // press "compile and run" again every N frames (the trial warm)
+  // A hung frame is reported after this long (the Timings and Diff panels then say so).
+  double hang_report_s = 5.0;
 };
 
 // Returns a process exit code; throws Error for what the CLI maps to sysexits (no display,

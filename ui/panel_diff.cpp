@@ -14,6 +14,13 @@ void draw_diff_panel(GuiApp& app) {
     ImGui::End();
     return;
   }
+  if (!app.stale.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.6f, 0.2f, 1.0f));
+    ImGui::TextWrapped("STALE: %s", app.stale.c_str());
+    ImGui::PopStyleColor();
+    tip("the differences below are from an earlier frame; the engine is still waiting for this "
+        "one");
+  }
   if (app.opt.backend != Backend::Cuda) {
     ImGui::TextWrapped("CPU mode: the outputs are the CPU references; there is nothing to diff.");
     ImGui::End();

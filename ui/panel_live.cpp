@@ -9,6 +9,7 @@
 #include <string>
 
 #include "app_state.h"
+#include "presets.h"
 
 namespace lab::ui {
 
@@ -53,6 +54,10 @@ void install(GuiApp& app, std::shared_ptr<const LiveKernel> k) {
   }
   for (StageConfig& s : stages)
     if (s.op == app.live.stage) {
+      if (!s.custom) {  // what a fault goes back to
+        app.live.replaced_variant = s.variant;
+        app.live.replaced_block = s.block;
+      }
       s.custom = make_live_op(find_op(s.op), std::move(k));
       s.variant = "user";
       s.block.reset();
@@ -71,22 +76,89 @@ void set_live_source(GuiApp& app, const std::string& s) {
 
 void start_live_compile(GuiApp& app) {
   if (app.live.job.valid()) return;  // one compile at a time; the button is disabled meanwhile
-  const std::string src = with_live_options(editor_text(app), app.live.opts);
+  LiveUi& L = app.live;
+  const std::string src = with_live_options(editor_text(app), L.opts);
   set_live_source(app, src);
+  autosave_live(app, true);
   const bool gpu = app.opt.backend == Backend::Cuda && !app.gpu_lost;
-  const LiveOptions opts = app.live.opts;
-  app.live.started = std::chrono::steady_clock::now();
-  app.live.status = "compiling...";
-  app.live.job = std::async(std::launch::async, [src, opts, gpu] {
+  LiveOptions opts = L.opts;
+  if (L.memcheck) opts.line_info = true;  // memcheck names source lines only with -lineinfo
+  // The trial runs on what the lab runs now: this pipeline (other live kernels left out) and
+  // the last frame, or the playground's inputs.
+  TrialRequest base;
+  base.stage = L.add ? "" : L.stage;
+  base.add_slot = L.add_slot;
+  base.pipeline = preset_to_json(without_live(app.ui.pipeline));
+  base.lab_size = app.ui.lab_size;
+  base.lab_seed = uint64_t(app.ui.lab_seed);
+  std::shared_ptr<const HostImage> frame = app.last_input;
+  TrialLimits limits;
+  limits.timeout_s = L.trial_timeout_s;
+  limits.memcheck = L.memcheck && L.memcheck_why.empty();
+  if (gpu && !L.trial) L.trial = std::make_unique<TrialRunner>(trial_command());
+  TrialRunner* trial = gpu ? L.trial.get() : nullptr;
+  L.started = std::chrono::steady_clock::now();
+  L.status = gpu ? "compiling, then a trial run..." : "compiling...";
+  const auto started = L.started;
+  L.job = std::async(std::launch::async, [src, opts, trial, base, frame, limits, started] {
     LiveResult r;
     try {
       r.build = live_compile(src, opts);
-      if (r.build.ok && gpu) r.kernel = std::make_shared<LiveKernel>(r.build);
+      if (r.build.ok && trial) {
+        TrialRequest req = base;
+        req.build = r.build;
+        if (frame) req.frame = *frame;
+        r.trial = trial->run(req, limits);
+        r.tried = true;
+        if (r.trial.passed()) r.kernel = std::make_shared<LiveKernel>(r.build);
+        trial->warm();  // a replaced child makes its context while the user reads the result
+      }
     } catch (const std::exception& e) {
       r.error = e.what();
     }
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+               .count();
     return r;
   });
+}
+
+void autosave_live(GuiApp& app, bool force) {
+  LiveUi& L = app.live;
+  if (L.text.empty() || L.text[0] == '\0') return;  // nothing typed: nothing to keep
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - L.saved_at < std::chrono::seconds(3)) return;
+  std::string text = editor_text(app);
+  if (text == L.saved_text) return;
+  LiveDraft d;
+  d.source = with_live_options(text, L.opts);
+  d.stage = L.stage, d.add = L.add, d.add_slot = L.add_slot, d.file = L.file;
+  L.saved_at = now;
+  try {
+    write_live_draft(live_draft_path(), d);
+    L.saved_text = std::move(text);
+  } catch (const Error& e) {
+    app.ui.message = std::string("autosave: ") + e.what();
+  }
+}
+
+void restore_live_draft(GuiApp& app) {
+  std::string warning;
+  const std::optional<LiveDraft> d = read_live_draft(live_draft_path(), &warning);
+  if (!warning.empty()) app.ui.message = warning;
+  if (!d) return;
+  LiveUi& L = app.live;
+  try {
+    L.opts = read_live_options(d->source, L.opts);
+  } catch (const Error& e) {
+    app.ui.message = "the editor's autosave: " + std::string(e.what()) + " (default options)";
+  }
+  if (L.text.empty()) L.text.assign(64 * 1024, '\0');
+  set_live_source(app, d->source);
+  L.saved_text = d->source;
+  L.stage = d->stage, L.add = d->add, L.add_slot = d->add_slot;
+  if (!d->file.empty()) std::snprintf(L.file, sizeof L.file, "%s", d->file.c_str());
+  L.status = "restored your last edit (" + live_draft_path() +
+             "); not compiled: press \"compile and run\"";
 }
 
 void poll_live(GuiApp& app) {
@@ -95,9 +167,19 @@ void poll_live(GuiApp& app) {
     return;
   LiveResult r = app.live.job.get();
   app.live.last = r.build;
+  app.live.has_trial = r.tried;
+  if (r.tried) app.live.last_trial = r.trial;
   char buf[256];
   if (!r.error.empty()) {
     app.live.status = "failed: " + r.error + " (the previous kernel keeps running)";
+  } else if (r.tried && !r.trial.passed()) {
+    // The outcome in the panel and on stderr; the editor keeps the text, the lab what ran.
+    const TrialReport& t = r.trial;
+    app.live.status = std::string("trial ") + trial_outcome_name(t.outcome) + ": " + t.message +
+                      ". Not installed: the previous kernel keeps running.";
+    std::fprintf(stderr, "kernel-lab: live kernel: %s\n", app.live.status.c_str());
+    for (const MemcheckFinding& f : t.memcheck)
+      std::fprintf(stderr, "kernel-lab: live kernel: memcheck: %s\n", f.str().c_str());
   } else if (!r.build.ok) {
     std::snprintf(buf, sizeof buf,
                   "did not compile (%.0f ms): %zu message(s); the previous kernel "
@@ -109,9 +191,15 @@ void poll_live(GuiApp& app) {
                   r.build.compile_ms);
     app.live.status = buf;
   } else {
-    std::snprintf(buf, sizeof buf, "compiled in %.0f ms, loaded in %.1f ms", r.build.compile_ms,
-                  r.kernel->load_ms());
+    std::snprintf(buf, sizeof buf,
+                  "compiled in %.0f ms, trial passed in %.0f ms%s (%s), loaded in %.1f ms; "
+                  "installed %.0f ms after \"compile\"",
+                  r.build.compile_ms, r.trial.trial_ms, r.trial.memchecked ? " under memcheck" : "",
+                  r.trial.message.c_str(), r.kernel->load_ms(), r.ms);
     app.live.status = buf;
+    app.live.to_installed_ms = r.ms;
+    app.live.installed_ms.push_back(r.ms);
+    std::fprintf(stderr, "kernel-lab: live kernel: %s\n", buf);
     app.live.running = r.kernel;
     install(app, r.kernel);
   }
@@ -136,6 +224,12 @@ void draw_live_panel(GuiApp& app) {
   }
   LiveUi& L = app.live;
   if (L.text.empty()) L.text.resize(64 * 1024, '\0');
+  // The panel is open: the trial process starts now, so that its CUDA context is made while the
+  // user types, not when "compile and run" is pressed.
+  if (app.opt.backend == Backend::Cuda && !L.trial && !L.job.valid()) {
+    L.trial = std::make_unique<TrialRunner>(trial_command());
+    L.trial->warm();
+  }
   const std::vector<std::string> stages = live_stages(app);
   if (stages.empty()) {
     ImGui::TextWrapped(
@@ -228,6 +322,23 @@ void draw_live_panel(GuiApp& app) {
     L.opts.block = {std::clamp(block[0], 1, 1024), std::clamp(block[1], 1, 1024)};
     L.opts.px = std::clamp(geo[0], 1, 64), L.opts.rows = std::clamp(geo[1], 1, 64);
   }
+  // The trial: where a kernel that faults or never ends is caught before it enters the lab.
+  ImGui::SetNextItemWidth(80);
+  if (ImGui::InputFloat("trial limit (s)", &L.trial_timeout_s, 0, 0, "%.1f"))
+    L.trial_timeout_s = std::clamp(L.trial_timeout_s, 0.1f, 600.0f);
+  tip("every new kernel first runs once in a separate process (its trial) on the current input "
+      "and pipeline; one that faults, crashes, leaves outputs unwritten or runs longer than this "
+      "is not installed, and cannot take the lab down");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!L.memcheck_why.empty());
+  ImGui::Checkbox("check memory", &L.memcheck);
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", L.memcheck_why.empty()
+                                ? "the trial runs under compute-sanitizer --tool memcheck: "
+                                  "out-of-bounds and misaligned accesses are reported at your "
+                                  "source lines (a trial then takes a few seconds)"
+                                : L.memcheck_why.c_str());
 
   ImGui::BeginDisabled(L.job.valid());
   if (ImGui::Button(L.job.valid() ? "compiling..." : "compile and run")) start_live_compile(app);
@@ -261,17 +372,26 @@ void draw_live_panel(GuiApp& app) {
     else
       ImGui::TextColored(c, "%s: %s", d.error ? "error" : "warning", d.message.c_str());
   }
+  if (L.has_trial)
+    for (const MemcheckFinding& f : L.last_trial.memcheck)
+      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "memcheck: %s", f.str().c_str());
   if (L.running) {
     const LiveKernel& k = *L.running;
     ImGui::Text("running: %d registers, %zu B shared, %zu B local per thread", k.regs,
                 k.static_smem, k.local_bytes);
     tip("from cudaFuncGetAttributes on the loaded kernel; local bytes are register spills (or "
         "local arrays). Occupancy and its limiter: the Occupancy panel (launch user_kernel)");
+    if (L.has_trial && L.last_trial.passed()) {
+      ImGui::Text("trial %.0f ms, kernel %.3f ms", L.last_trial.trial_ms, L.last_trial.kernel_ms);
+      tip("the trial: wall time of the one run in the trial process (request to report), and the "
+          "kernel's launch there between an event pair (a cold, single run: the Timings panel's "
+          "median is the figure to compare)");
+    }
     if (L.to_running_ms > 0) {
       ImGui::SameLine();
       ImGui::Text("compile to running %.0f ms", L.to_running_ms);
       tip("wall time from 'compile' to the end of the first engine frame that ran the new kernel "
-          "(NVRTC, load, pipeline reconfiguration)");
+          "(NVRTC, the trial run, load, pipeline reconfiguration)");
     }
   }
   if (!L.last.ptx.empty() && ImGui::CollapsingHeader("PTX")) {

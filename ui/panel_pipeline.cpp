@@ -227,6 +227,16 @@ void draw_pipeline_panel(GuiApp& app) {
     if (ImGui::SmallButton("dismiss")) app.ui.message.clear();
     ImGui::Separator();
   }
+  if (!app.stale.empty()) {  // a frame that does not end: said at once, where the user looks
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.6f, 0.2f, 1.0f));
+    ImGui::TextWrapped(
+        "%s. A kernel in an endless loop cannot be stopped from inside the "
+        "process: quit (the lab exits with code 70; your editor and pipeline are "
+        "saved).",
+        app.stale.c_str());
+    ImGui::PopStyleColor();
+    ImGui::Separator();
+  }
   choose_pipeline(app);
   const Op* lab = playground_of(app.ui.pipeline);
   if (lab) lab_controls(app, *lab);

@@ -80,6 +80,13 @@ void draw_timings_panel(GuiApp& app) {
   }
   UiState& ui = app.ui;
   const bool gpu = app.opt.backend == Backend::Cuda;
+  if (!app.stale.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.6f, 0.2f, 1.0f));
+    ImGui::TextWrapped("STALE: %s", app.stale.c_str());
+    ImGui::PopStyleColor();
+    tip("the figures below are from the last frame that finished; the engine is still waiting "
+        "for this one (quit to leave: the lab exits with code 70 and saves your editor)");
+  }
   const double frame = median_of(ui.frame_ms);
   ImGui::Text("frame %.2f ms (%.0f fps)", frame, frame > 0 ? 1000.0 / frame : 0.0);
   tip("wall-clock time of a whole UI frame (steady_clock): take the newest input, hand it to the "

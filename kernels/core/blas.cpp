@@ -7,6 +7,7 @@
 #include <string>
 
 #include "check.h"
+#include "device.h"
 
 namespace lab {
 
@@ -19,7 +20,14 @@ void check_blas(cublasStatus_t s, const char* what) {
 }
 
 std::mutex g_mutex;
-cublasHandle_t g_handle = nullptr;  // never destroyed: it lives as long as the CUDA context
+cublasHandle_t g_handle = nullptr;  // lives as long as the CUDA context
+
+// A reset destroys the context and the handle's memory with it: forget the handle (destroying
+// it in a faulted context could touch that memory).
+void forget_handle() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_handle = nullptr;
+}
 
 }  // namespace
 
@@ -28,6 +36,7 @@ void sgemm_rowmajor(cudaStream_t stream, int M, int N, int K, const float* A, si
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_handle) {
     check_blas(cublasCreate(&g_handle), "cublasCreate");
+    on_device_reset(forget_handle);
     // FP32 SGEMM without TF32: the default math mode (TF32 only with CUBLAS_TF32_TENSOR_OP_MATH;
     // pedantic mode would also forbid the fast FP32 kernels, which a ceiling must use).
     check_blas(cublasSetMathMode(g_handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <mutex>
 #include <vector>
 
 #include "check.h"
@@ -58,6 +59,36 @@ DeviceInfo query() {
 const DeviceInfo& device_info() {
   static const DeviceInfo info = query();
   return info;
+}
+
+namespace {
+std::mutex g_hooks_mutex;
+std::vector<void (*)()>& hooks() {
+  static std::vector<void (*)()> h;
+  return h;
+}
+}  // namespace
+
+void on_device_reset(void (*hook)()) {
+  std::lock_guard<std::mutex> lock(g_hooks_mutex);
+  if (std::find(hooks().begin(), hooks().end(), hook) == hooks().end()) hooks().push_back(hook);
+}
+
+std::string reset_device() {
+  if (!device_info().present) return "no CUDA device";
+  {
+    std::lock_guard<std::mutex> lock(g_hooks_mutex);
+    for (auto* h : hooks()) h();
+  }
+  cudaGetLastError();
+  cudaError_t e = cudaDeviceReset();
+  if (e == cudaSuccess) e = cudaFree(nullptr);  // the new context, made now
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("cudaDeviceReset did not give a working context: ") + cudaGetErrorString(e);
+  }
+  return "";
 }
 
 double measure_copy_bandwidth(size_t bytes, int reps) {

@@ -29,6 +29,16 @@ struct DeviceInfo {
 // Device 0, queried once and cached; never throws.
 const DeviceInfo& device_info();
 
+// State tied to the current CUDA context (the cuBLAS handle, the pinned-frame pool, loaded live
+// kernels) registers a hook here when it is first made; reset_device() runs the hooks, which
+// forget that state, before it destroys the context.
+void on_device_reset(void (*hook)());
+// After a sticky fault (the context is unusable): runs the hooks, cudaDeviceReset(), makes a new
+// context and checks that it works. Returns "" on success, else why the device could not be
+// brought back (the caller then has to exit). Every stream, buffer, event, graph and GL
+// registration of the old context is invalid afterwards; their owners must be gone first.
+std::string reset_device();
+
 // Device-to-device cudaMemcpyAsync bandwidth in GB/s (bytes read + written), the median of
 // `reps` copies of `bytes` after a warm-up. The ceiling bandwidth-bound kernels are held to.
 double measure_copy_bandwidth(size_t bytes = size_t(256) << 20, int reps = 20);

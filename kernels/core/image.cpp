@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "check.h"
+#include "device.h"
 
 namespace lab {
 
@@ -29,27 +30,45 @@ namespace {
 struct PinnedPool {
   std::mutex mu;
   std::map<size_t, std::vector<void*>> free;
+  uint64_t generation = 0;  // bumped by a device reset, which frees every block with its context
 };
+PinnedPool& pinned_pool();
+
+// A device reset frees page-locked memory with the context: the pool forgets its blocks, and
+// blocks of the old context that come back later are neither pooled nor freed again.
+void forget_pinned_blocks() {
+  PinnedPool& pool = pinned_pool();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  pool.free.clear();
+  ++pool.generation;
+}
+
 PinnedPool& pinned_pool() {
-  static PinnedPool* pool = new PinnedPool;
+  static PinnedPool* pool = [] {
+    on_device_reset(forget_pinned_blocks);
+    return new PinnedPool;
+  }();
   return *pool;
 }
 
 std::shared_ptr<uint8_t> pinned_block(size_t bytes) {
   PinnedPool& pool = pinned_pool();
   void* p = nullptr;
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(pool.mu);
     auto& list = pool.free[bytes];
     if (!list.empty()) p = list.back(), list.pop_back();
+    generation = pool.generation;
   }
   if (!p && cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;  // no GPU or no page-locked memory left: the caller uses pageable memory
   }
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [bytes](uint8_t* q) {
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [bytes, generation](uint8_t* q) {
     PinnedPool& pool = pinned_pool();
     std::lock_guard<std::mutex> lock(pool.mu);
+    if (generation != pool.generation) return;  // freed with its context
     auto& list = pool.free[bytes];
     if (list.size() < 8)
       list.push_back(q);

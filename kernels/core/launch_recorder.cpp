@@ -52,6 +52,10 @@ void LaunchRecorder::begin(cudaStream_t stream, size_t stage, const std::string&
     m_events.emplace_back(a, b);
   }
   m_launches.push_back(std::move(rec));
+  {
+    std::lock_guard<std::mutex> lock(m_progress_mu);
+    m_progress.emplace_back(label + " " + name, nullptr);
+  }
   if (!m_untimed) LAB_CUDA_CHECK(cudaEventRecord(m_events[n].first, stream));
   nvtxRangePushA(name);
   if (m_ranges) m_ranges->push(label + " " + name);
@@ -60,8 +64,26 @@ void LaunchRecorder::begin(cudaStream_t stream, size_t stage, const std::string&
 
 void LaunchRecorder::end(cudaStream_t stream) {
   close_range();
-  if (!m_untimed) LAB_CUDA_CHECK(cudaEventRecord(m_events[m_launches.size() - 1].second, stream));
+  if (!m_untimed) {
+    cudaEvent_t e = m_events[m_launches.size() - 1].second;
+    LAB_CUDA_CHECK(cudaEventRecord(e, stream));
+    std::lock_guard<std::mutex> lock(m_progress_mu);
+    if (!m_progress.empty()) m_progress.back().second = e;
+  }
   LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void LaunchRecorder::clear() {
+  m_launches.clear();
+  std::lock_guard<std::mutex> lock(m_progress_mu);
+  m_progress.clear();
+}
+
+std::string LaunchRecorder::first_unfinished() const {
+  std::lock_guard<std::mutex> lock(m_progress_mu);
+  for (const auto& [name, e] : m_progress)
+    if (e && cudaEventQuery(e) == cudaErrorNotReady) return name;
+  return "";
 }
 
 void LaunchRecorder::close_range() {

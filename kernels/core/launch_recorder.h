@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,7 +70,11 @@ class LaunchRecorder {
 
   std::vector<LaunchRecord>& launches() { return m_launches; }
   const std::vector<LaunchRecord>& launches() const { return m_launches; }
-  void clear() { m_launches.clear(); }
+  void clear();
+  // Thread-safe (the UI asks while the engine's worker waits on a frame): the first launch
+  // recorded since clear() whose end event has not completed, as "<label> <kernel>"; "" when
+  // every timed launch has finished or none was timed (a graph).
+  std::string first_unfinished() const;
 
   // After the stream synchronised. Timed: each record's time from its event pair, and the
   // time from the first launch's start to the last's end (0 without launches). Untimed: NaN
@@ -89,6 +94,8 @@ class LaunchRecorder {
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> m_events;  // one pair per record, reused
   std::map<const void*, FuncInfo> m_funcs;
   RangeSink* m_ranges = nullptr;
+  mutable std::mutex m_progress_mu;
+  std::vector<std::pair<std::string, cudaEvent_t>> m_progress;  // name, end event (null: none)
   bool m_untimed = false, m_open = false;
 };
 

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cstring>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include "live_sources.h"
 #include "paths.h"
 #include "pipeline.h"
+#include "presets.h"
 #include "printable.h"
 
 namespace lab {
@@ -53,6 +56,12 @@ static_assert(sizeof(ImageView<float>) == 32, "ImageView's layout is part of the
 // kernel, so the runner's per-kernel attribute cache cannot mix two builds up.
 std::mutex g_libraries_mutex;
 std::vector<cudaLibrary_t> g_libraries;
+
+// A device reset unloads every library with its context.
+void forget_libraries() {
+  std::lock_guard<std::mutex> lock(g_libraries_mutex);
+  g_libraries.clear();
+}
 
 }  // namespace
 
@@ -274,6 +283,7 @@ LiveKernel::LiveKernel(LiveBuild build) : m_build(std::move(build)) {
     std::lock_guard<std::mutex> lock(g_libraries_mutex);
     g_libraries.push_back(lib);
   }
+  on_device_reset(forget_libraries);
   cudaKernel_t kernel = nullptr;
   LAB_CUDA_CHECK(cudaLibraryGetKernel(&kernel, lib, m_build.lowered_name.c_str()));
   m_func = reinterpret_cast<const void*>(kernel);
@@ -471,6 +481,52 @@ void write_live_file(const std::string& path, const std::string& source) {
   f << source;
   f.close();
   if (!f) throw Error(ErrorKind::Io, "writing " + path + " failed");
+}
+
+std::string live_draft_path() {
+  return (fs::path(state_dir()) / "live_draft.json").string();
+}
+
+void write_live_draft(const std::string& path, const LiveDraft& d) {
+  const nlohmann::json j{{"schema", 1},  {"source", d.source},     {"stage", d.stage},
+                         {"add", d.add}, {"add_slot", d.add_slot}, {"file", d.file}};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(ErrorKind::CantCreate, "cannot write " + tmp);
+    out << j.dump(1) << "\n";
+    if (!out.flush()) throw Error(ErrorKind::Io, "writing " + tmp + " failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw Error(ErrorKind::Io, "cannot replace " + path + ": " + ec.message());
+}
+
+std::optional<LiveDraft> read_live_draft(const std::string& path, std::string* warning) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  auto fail = [&](const std::string& why) -> std::optional<LiveDraft> {
+    if (warning) *warning = "the editor's autosave " + path + " was not restored: " + why;
+    return std::nullopt;
+  };
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > (size_t(4) << 20))
+    return fail("not a file of at most 4 MiB");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    const nlohmann::json j = nlohmann::json::parse(ss.str());
+    if (!j.is_object() || j.value("schema", 0) != 1) return fail("not schema 1");
+    LiveDraft d;
+    d.source = j.at("source").get<std::string>();
+    d.stage = j.value("stage", std::string());
+    d.add = j.value("add", false);
+    d.add_slot = j.value("add_slot", std::string());
+    d.file = j.value("file", std::string());
+    return d;
+  } catch (const std::exception& e) {
+    return fail(printable(e.what()));
+  }
 }
 
 }  // namespace lab

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,5 +113,20 @@ std::string live_dir();
 // FIFO or a file over 1 MiB, Error(Io) for a read that fails part-way.
 std::string read_live_file(const std::string& path);
 void write_live_file(const std::string& path, const std::string& source);
+
+// The editor's autosave: its text and what it was for, so that a crash, a kill or an exit after
+// a fault loses nothing the user typed. Under $XDG_STATE_HOME/kernel-lab (live_draft.json).
+struct LiveDraft {
+  std::string source;  // with its @lab line (the options)
+  std::string stage;   // the stage it replaces ...
+  bool add = false;    // ... or, when set, a new stage reading add_slot
+  std::string add_slot;
+  std::string file;  // the save/load field's name
+};
+std::string live_draft_path();
+// Written whole or not at all (a temporary file, then renamed); throws Error(CantCreate / Io).
+void write_live_draft(const std::string& path, const LiveDraft& d);
+// nullopt when there is none; a corrupt or foreign file gives nullopt and says why in `warning`.
+std::optional<LiveDraft> read_live_draft(const std::string& path, std::string* warning = nullptr);
 
 }  // namespace lab

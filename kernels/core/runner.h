@@ -116,6 +116,8 @@ class Runner {
   // Records of the launches since the last clear (run() clears first).
   const std::vector<LaunchRecord>& launches() const { return m_rec.launches(); }
   void clear_launches() { m_rec.clear(); }
+  // Thread-safe: the launch a hung frame waits on ("" when none is known), for the UI's report.
+  std::string first_unfinished_launch() const { return m_rec.first_unfinished(); }
   // GPU time (sum of its launches) or CPU wall time of each stage in the last run.
   const std::vector<double>& stage_ms() const { return m_stage_ms; }
   // GPU time from the first launch's start to the last launch's end (gaps included).

@@ -1,0 +1,123 @@
+// Recovery from a sticky CUDA error in the lab's own process (a live kernel that passed its trial
+// can still fault on a later frame): the context is unusable, so everything made in it goes, the
+// device is reset, and the lab comes back on the last configuration that worked, with no restart.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "app_state.h"
+#include "presets.h"
+
+namespace lab::ui {
+
+PipelineConfig without_live(const PipelineConfig& p) {
+  PipelineConfig out;
+  for (const StageConfig& s : p.stages) {
+    if (s.op == "user") continue;  // an added live stage
+    StageConfig c = s;
+    if (c.custom) c.custom.reset(), c.variant.clear(), c.block.reset();
+    out.stages.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string save_before_exit(GuiApp& app) {
+  std::string saved;
+  try {
+    autosave_live(app, true);
+    if (!app.live.saved_text.empty()) saved = "your kernel in " + live_draft_path();
+  } catch (const Error& e) {
+    saved = std::string("the editor could not be saved: ") + e.what();
+  }
+  const std::string preset = (std::filesystem::path(state_dir()) / "last_session.json").string();
+  try {
+    save_preset(preset, without_live(app.ui.pipeline));
+    saved += (saved.empty() ? "" : ", ") + std::string("the pipeline in ") + preset +
+             " (kernel-lab gui --preset " + preset + ")";
+  } catch (const Error& e) {
+    saved +=
+        std::string(saved.empty() ? "" : ", ") + "the pipeline could not be saved: " + e.what();
+  }
+  return saved;
+}
+
+void recover_gpu(GuiApp& app, const std::string& error) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  app.recovery.fault_at = t0;
+  ++app.recovery.count;
+  // The live worker may be loading a kernel into the dead context: its result is dropped.
+  if (app.live.job.valid()) {
+    app.live.job.wait();
+    app.live.job.get();
+    app.live.status = "the compile in flight was dropped by the GPU reset: compile again";
+  }
+  // Back to the last configuration that worked: every live kernel out, the replaced stage on
+  // the variant it had before; the kernel's text stays in the editor.
+  std::string back;
+  PipelineConfig good;
+  for (const StageConfig& s : app.ui.pipeline.stages) {
+    if (s.op == "user") {
+      back += (back.empty() ? "" : "; ") + std::string("the added stage 'user' removed");
+      continue;
+    }
+    StageConfig c = s;
+    if (c.custom) {
+      c.custom.reset();
+      const bool replaced = c.op == app.live.stage;
+      c.variant = replaced ? app.live.replaced_variant : "";
+      c.block = replaced ? app.live.replaced_block : std::nullopt;
+      back += (back.empty() ? "" : "; ") + c.op + " back on " +
+              (c.variant.empty() ? "its default variant" : c.variant);
+    }
+    good.stages.push_back(std::move(c));
+  }
+  app.ui.pipeline = good;
+  // Nothing of the old context may be touched after the reset: frames in page-locked memory
+  // (the capture's and the last input) are copied to pageable memory or dropped first.
+  std::optional<HostImage> frame;
+  if (app.last_input) frame = HostImage(*app.last_input);
+  app.last_input.reset();
+  app.capture.reset();
+  app.runner.reset();
+  app.staging = Staging{};
+  app.interop.reset();
+  app.counters.reset();
+  app.live.running.reset();
+  app.view.launches.clear();  // their kernel handles belong to the old context
+  const bool cuda = app.opt.backend == Backend::Cuda;
+  const std::string why = cuda ? reset_device() : "";
+  if (!why.empty()) {
+    const std::string saved = save_before_exit(app);
+    app.ui.message = "The GPU faulted (" + error + ") and could not be brought back: " + why +
+                     ". Kernel Lab has to exit; saved " + saved + ".";
+    std::fprintf(stderr, "kernel-lab: error: %s\n", app.ui.message.c_str());
+    app.gpu_lost = true;
+    app.exit_code = 70;
+    app.quit = true;
+    return;
+  }
+  app.runner = std::make_unique<Runner>(app.opt.backend);
+  if (cuda) app.runner->set_upload_mode(app.opt.upload);
+  app.interop.init(cuda);  // the texture and buffer are registered again at their next write
+  app.uploaded.clear();    // the viewport re-uploads
+  open_input(app, app.opt.input);
+  app.resend = std::move(frame);
+  app.ui.pipeline_dirty = true;
+  app.ui.graph_dirty = app.ui.graph;
+  app.ui.launch_us.clear();
+  app.ui.pipeline_ms.clear();
+  app.ui.diff.clear();
+  app.ui.lab_dirty = playground_of(app.ui.pipeline) != nullptr;  // its inputs were on the device
+  app.gpu_lost = false;
+  app.recovery.rebuild_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  app.recovery.waiting = true;
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.0f ms", app.recovery.rebuild_ms);
+  app.ui.message = "The GPU faulted (" + error + "). Kernel Lab reset the device and rebuilt its " +
+                   "CUDA state in " + ms +
+                   (back.empty() ? "." : "; " + back + ". Your kernel is still in the editor.");
+  std::fprintf(stderr, "kernel-lab: %s\n", app.ui.message.c_str());
+}
+
+}  // namespace lab::ui
