@@ -249,6 +249,7 @@ struct GuiApp {
   std::chrono::steady_clock::time_point job_started;
   uint64_t job_number = 0;
   std::string stale;
+  std::string stale_launch;  // the launch it waits on, found when the hang was first seen
   // Recovery from a sticky fault (recovery.cpp).
   struct {
     int count = 0;

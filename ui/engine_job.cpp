@@ -30,7 +30,9 @@ void engine_frame(GuiApp& app, bool wait) {
     if (!ready) {
       const double s = std::chrono::duration<double>(Clock::now() - app.job_started).count();
       if (s >= app.opt.hang_report_s) {
-        const std::string at = app.runner->first_unfinished_launch();
+        // Which launch it waits on: asked of the GPU once (its end events), not every frame.
+        if (app.stale.empty()) app.stale_launch = app.runner->first_unfinished_launch();
+        const std::string& at = app.stale_launch;
         char buf[160];
         std::snprintf(buf, sizeof buf, "frame %llu has been running for %.0f s",
                       (unsigned long long)app.job_number, s);

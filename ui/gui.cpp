@@ -11,7 +11,10 @@
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
 
+#include <execinfo.h>
+
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <future>
@@ -112,7 +115,20 @@ void open_input(GuiApp& app, const std::string& spec) {
   app.opt.input = spec;
 }
 
+namespace {
+// LAB_CRASH_TRACE=1: a backtrace on SIGSEGV (offsets resolve with addr2line on the unstripped
+// binary), then the default action.
+void crash_trace(int sig) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, n, 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+}  // namespace
+
 int run_gui(const GuiOptions& opt) {
+  if (std::getenv("LAB_CRASH_TRACE")) signal(SIGSEGV, crash_trace), signal(SIGABRT, crash_trace);
   const bool has_display = std::getenv("DISPLAY") || std::getenv("WAYLAND_DISPLAY");
   if (!opt.headless && !has_display)
     throw Error(ErrorKind::Unavailable,
@@ -305,8 +321,7 @@ int run_gui(const GuiOptions& opt) {
     std::printf(
         "gui: input upload %s; %llu of %llu frames sent a new input frame, median %.3f ms (the "
         "last %zu of them)\n",
-        opt.backend == Backend::Cuda ? upload_mode_name(app.runner->upload_mode())
-                                     : "none (CPU references)",
+        opt.backend == Backend::Cuda ? upload_mode_name(opt.upload) : "none (CPU references)",
         (unsigned long long)input_frames, (unsigned long long)ui_frames, med(app.ui.frame_input_ms),
         app.ui.frame_input_ms.size());
   }

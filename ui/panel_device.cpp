@@ -31,7 +31,14 @@ void draw_device_panel(GuiApp& app) {
     ImGui::Text("driver %d, runtime %d", d.driver_version, d.runtime_version);
     tip("CUDA versions as 1000 x major + 10 x minor (cudaDriverGetVersion, cudaRuntimeGetVersion)");
     if (app.gpu_lost)
-      ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "GPU context lost: restart Kernel Lab");
+      ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "GPU context lost and not rebuilt: exiting");
+    if (app.recovery.count > 0) {
+      ImGui::Text("recovered from %d GPU fault(s): rebuilt in %.0f ms, live again after %.0f ms",
+                  app.recovery.count, app.recovery.rebuild_ms, app.recovery.live_ms);
+      tip("a sticky CUDA error in this process: the device was reset and every CUDA object made "
+          "again (host wall time from the fault's report to the rebuilt state, and to the next "
+          "frame that ran)");
+    }
   }
   ImGui::Separator();
   ImGui::TextWrapped("display: %s", app.upload_note.c_str());

@@ -3,12 +3,21 @@
 // device is reset, and the lab comes back on the last configuration that worked, with no restart.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "app_state.h"
 #include "presets.h"
 
 namespace lab::ui {
+
+namespace {
+// LAB_TRACE_RECOVERY=1: each step on stderr (diagnosing a driver that misbehaves after a reset).
+void trace(const char* step) {
+  static const bool on = std::getenv("LAB_TRACE_RECOVERY") != nullptr;
+  if (on) std::fprintf(stderr, "kernel-lab: recovery: %s\n", step);
+}
+}  // namespace
 
 PipelineConfig without_live(const PipelineConfig& p) {
   PipelineConfig out;
@@ -78,15 +87,27 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   std::optional<HostImage> frame;
   if (app.last_input) frame = HostImage(*app.last_input);
   app.last_input.reset();
+  trace("capture");
   app.capture.reset();
+  trace("runner");
   app.runner.reset();
+  trace("staging");
   app.staging = Staging{};
+  trace("interop");
   app.interop.reset();
+  trace("counters");
   app.counters.reset();
   app.live.running.reset();
+  // The warm trial child's context goes too: the device is then the lab's alone while it is
+  // reset (a new child starts when the Live kernel panel is next drawn).
+  app.live.trial.reset();
   app.view.launches.clear();  // their kernel handles belong to the old context
   const bool cuda = app.opt.backend == Backend::Cuda;
-  const std::string why = cuda ? reset_device() : "";
+  trace("reset");
+  std::string why = cuda ? reset_device() : "";
+  if (std::getenv("LAB_SIMULATE_RESET_FAILURE"))  // tests: a driver that refuses, as the H200's did
+    why = "CUDA-capable device(s) is/are busy or unavailable (simulated for a test)";
+  trace("reset done");
   if (!why.empty()) {
     const std::string saved = save_before_exit(app);
     app.ui.message = "The GPU faulted (" + error + ") and could not be brought back: " + why +
@@ -95,13 +116,18 @@ void recover_gpu(GuiApp& app, const std::string& error) {
     app.gpu_lost = true;
     app.exit_code = 70;
     app.quit = true;
+    set_frame_memory_pinned(false);  // the panels read the source until the lab exits
+    open_input(app, app.opt.input);
     return;
   }
   app.runner = std::make_unique<Runner>(app.opt.backend);
   if (cuda) app.runner->set_upload_mode(app.opt.upload);
+  trace("new runner made");
   app.interop.init(cuda);  // the texture and buffer are registered again at their next write
   app.uploaded.clear();    // the viewport re-uploads
+  trace("interop");
   open_input(app, app.opt.input);
+  trace("input");
   app.resend = std::move(frame);
   app.ui.pipeline_dirty = true;
   app.ui.graph_dirty = app.ui.graph;

@@ -7,8 +7,9 @@
 __global__ void user_kernel(Inputs in, Outputs out, Params p) {
   const int x = lab_x(), y = lab_y();
   if (!inside(out[0], x, y)) return;
-  volatile int spin = 1;
-  while (spin) {
+  // The clock is read on every turn, so the compiler cannot drop the loop (it dropped
+  // `volatile int spin = 1; while (spin) {}`: a local, even volatile, is no memory anyone sees).
+  while (clock64() >= 0) {
   }
   out[0].at(x, y) = in[0].at(x, y);
 }

@@ -36,7 +36,7 @@ void throw_cuda_error(int code, const char* expr, const char* file, int line) {
   std::string msg = std::string("CUDA error ") + cudaGetErrorName(e) + " (" +
                     cudaGetErrorString(e) + ") in " + expr + " at " + file + ":" +
                     std::to_string(line);
-  if (sticky) msg += "; the GPU context is lost: restart Kernel Lab";
+  if (sticky) msg += "; the GPU context is lost (every later call in it fails)";
   throw CudaError(code, sticky, msg);
 }
 

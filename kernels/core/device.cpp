@@ -3,7 +3,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -82,7 +84,15 @@ std::string reset_device() {
   }
   cudaGetLastError();
   cudaError_t e = cudaDeviceReset();
-  if (e == cudaSuccess) e = cudaFree(nullptr);  // the new context, made now
+  // The new context, made now. The driver may still be tearing the faulted one down and answer
+  // "busy or unavailable" for a moment: it gets a few seconds.
+  for (int tries = 0; e == cudaSuccess && tries < 50; ++tries) {
+    e = cudaFree(nullptr);
+    if (e != cudaErrorDevicesUnavailable) break;
+    cudaGetLastError();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    e = cudaSuccess;
+  }
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
     cudaGetLastError();

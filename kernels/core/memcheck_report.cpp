@@ -127,9 +127,11 @@ std::vector<MemcheckFinding> parse_memcheck_log(const std::string& log, const st
                    d = c == std::string::npos ? std::string::npos : t.find(')', c);
       if (a != std::string::npos && b != std::string::npos) cur.thread = t.substr(a, b - a + 1);
       if (c != std::string::npos && d != std::string::npos) cur.block = t.substr(c, d - c + 1);
-    } else if (starts_with(t, "Address ")) {
-      // "Address 0x8 is out of bounds", "Address 0x... is misaligned"
-      std::istringstream w(t.substr(8));
+    } else if (starts_with(t, "Address ") || starts_with(t, "Access to ") ||
+               starts_with(t, "Access at ")) {
+      // "Access to 0x8 is out of bounds" (compute-sanitizer 2025), "Address 0x8 is out of
+      // bounds" (older); "... is misaligned"
+      std::istringstream w(t.substr(starts_with(t, "Address ") ? 8 : 10));
       std::string addr;
       w >> addr;
       cur.address = addr;

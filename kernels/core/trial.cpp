@@ -562,6 +562,8 @@ TrialReport TrialRunner::run(const TrialRequest& req, const TrialLimits& limits)
     std::stringstream log;
     log << in.rdbuf();
     std::remove(log_path);
+    if (const char* keep = std::getenv("LAB_MEMCHECK_LOG"))  // the raw report, for a look
+      std::ofstream(keep, std::ios::app) << log.str();
     rep.memchecked = true;
     rep.memcheck = parse_memcheck_log(log.str());
     if (!rep.memcheck.empty() &&
@@ -736,7 +738,14 @@ int trial_child_main(int in_fd, int out_fd) {
       rep.message = std::string("a malformed request: ") + e.what();
     }
     send_or_exit(proto, kReport, encode_trial_report(rep));
-    if (rep.outcome == TrialOutcome::Faulted) return 70;  // its context is gone with the fault
+    if (rep.outcome == TrialOutcome::Faulted) {
+      if (std::getenv("LAB_TRIAL_TRY_RESET")) {  // diagnosis: can a process without GL reset?
+        const std::string why = reset_device();
+        std::fprintf(stderr, "trial child: reset_device after the fault: %s\n",
+                     why.empty() ? "a working context" : why.c_str());
+      }
+      return 70;  // its context is gone with the fault
+    }
   }
 }
 
