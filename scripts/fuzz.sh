@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 merge=${2:-}
 build=build-sanitize
-targets=(image npy preset live_options nvrtc_log source_spec)
+targets=(image npy preset live_options nvrtc_log source_spec trial_wire memcheck_log)
 each=$((seconds / ${#targets[@]}))
 ((each >= 1)) || each=1
 status=0

@@ -412,6 +412,7 @@ TEST_SUITE("cpu") {
     setenv("XDG_STATE_HOME", old_state.c_str(), 1);
     CHECK_MESSAGE(r.code == 70, r.out);  // not a crash (139), not 0
     CHECK(has(r, "could not be brought back"));
+    CHECK(!has(r, "recovered from"));
     CHECK(fs::exists(dir / "kernel-lab" / "last_session.json"));
     CHECK(fs::exists(dir / "kernel-lab" / "live_draft.json"));
     fs::remove_all(dir);
@@ -431,7 +432,7 @@ TEST_SUITE("cpu") {
     const Result r = lab_cli(
         "gui --headless --frames 12 --window 640x480 --device cpu --pipeline harris --input "
         "synthetic:320x240 --size 160x96 --kernel-file " +
-            file + " --replace blur",
+            file + " --replace blur --screenshot " + (dir / "hang.png").string(),
         120);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     unsetenv("LAB_SIMULATE_GPU_HANG");
@@ -442,6 +443,7 @@ TEST_SUITE("cpu") {
     CHECK(has(r, "last_session.json"));
     CHECK(fs::exists(dir / "kernel-lab" / "last_session.json"));
     CHECK(fs::exists(dir / "kernel-lab" / "live_draft.json"));  // the editor, saved
+    CHECK(fs::exists(dir / "hang.png"));  // the frame with the report, drawn once
     CHECK(s < 30);
     // The next start restores the editor (not compiled: the kernel could be the culprit).
     const Result again = lab_cli(

@@ -250,6 +250,7 @@ struct GuiApp {
   uint64_t job_number = 0;
   std::string stale;
   std::string stale_launch;  // the launch it waits on, found when the hang was first seen
+  bool stale_drawn = false;  // a frame with the report was drawn: no more GL until it ends
   // Recovery from a sticky fault (recovery.cpp).
   struct {
     int count = 0;

@@ -221,11 +221,26 @@ int run_gui(const GuiOptions& opt) {
                 "a GLSL shader), the keypoints with glBufferSubData";
 
   uint64_t ui_frames = 0, input_frames = 0;
+  bool shot = false;  // the screenshot was written
   bool counters_asked = false;
   const auto run_start = std::chrono::steady_clock::now();
   try {
     for (int frame = 0; opt.frames == 0 || frame < opt.frames; ++frame, ++ui_frames) {
       const auto t0 = std::chrono::steady_clock::now();
+      // A frame that never ends starves OpenGL on the same GPU (on the H200 a UI frame then took
+      // ~4 s): once the report is on screen, the lab stops drawing and only watches for the job
+      // to end and for the window to close, so that quitting answers at once.
+      if (!app.stale.empty() && app.stale_drawn) {
+        if (window) {
+          glfwPollEvents();
+          if (glfwWindowShouldClose(window)) break;
+        }
+        engine_frame(app, false);
+        if (app.stale.empty()) app.stale_drawn = false;  // it ended: draw again
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      if (!app.stale.empty()) app.stale_drawn = true;  // this frame draws the report
       if (window) {
         glfwPollEvents();
         if (glfwWindowShouldClose(window)) break;
@@ -267,7 +282,8 @@ int run_gui(const GuiOptions& opt) {
       glClear(GL_COLOR_BUFFER_BIT);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       const bool last = opt.frames > 0 && frame == opt.frames - 1;
-      if (last && !opt.screenshot.empty()) write_screenshot(opt.screenshot, fb_w, fb_h);
+      if (last && !opt.screenshot.empty())
+        write_screenshot(opt.screenshot, fb_w, fb_h), shot = true;
       const auto sync0 = std::chrono::steady_clock::now();
       if (window)
         glfwSwapBuffers(window);
@@ -289,6 +305,9 @@ int run_gui(const GuiOptions& opt) {
     throw;
   }
   autosave_live(app, true);
+  // The run ended while drawing had stopped for a hung frame: the report's frame is the shot.
+  if (!opt.screenshot.empty() && !shot && app.stale_drawn)
+    write_screenshot(opt.screenshot, fb_w, fb_h);
   // A frame that never ends (a kernel in an endless loop) cannot be waited for: the lab says
   // so, saves what the user made, and exits 70 without touching the GPU again.
   if (app.job.valid() && app.job.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
@@ -321,7 +340,9 @@ int run_gui(const GuiOptions& opt) {
     std::printf(
         "gui: input upload %s; %llu of %llu frames sent a new input frame, median %.3f ms (the "
         "last %zu of them)\n",
-        opt.backend == Backend::Cuda ? upload_mode_name(opt.upload) : "none (CPU references)",
+        opt.backend != Backend::Cuda ? "none (CPU references)"
+        : app.runner                 ? upload_mode_name(app.runner->upload_mode())
+                                     : upload_mode_name(opt.upload),
         (unsigned long long)input_frames, (unsigned long long)ui_frames, med(app.ui.frame_input_ms),
         app.ui.frame_input_ms.size());
   }

@@ -54,7 +54,6 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   app.recovery.fault_at = t0;
-  ++app.recovery.count;
   // The live worker may be loading a kernel into the dead context: its result is dropped.
   if (app.live.job.valid()) {
     app.live.job.wait();
@@ -136,6 +135,7 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   app.ui.diff.clear();
   app.ui.lab_dirty = playground_of(app.ui.pipeline) != nullptr;  // its inputs were on the device
   app.gpu_lost = false;
+  ++app.recovery.count;
   app.recovery.rebuild_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   app.recovery.waiting = true;
   char ms[32];

@@ -67,8 +67,10 @@ constexpr char kReady = 'R', kRequest = 'Q', kReport = 'A';
 constexpr uint64_t kMaxPayload = uint64_t(1) << 30;  // a 4K BGRA frame is 33 MB
 constexpr size_t kHeader = 4 + 1 + 8;
 
-struct ProtocolError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A malformed message: Error(Data), so that the decoders' callers (and the fuzz target) see one
+// documented kind.
+struct ProtocolError : Error {
+  explicit ProtocolError(const std::string& what) : Error(ErrorKind::Data, what) {}
 };
 
 class Writer {
@@ -109,7 +111,7 @@ class Reader {
   void bytes(void* p, size_t n) {
     if (pod<uint64_t>() != n) throw ProtocolError("a field of the wrong size");
     need(n);
-    std::memcpy(p, m_s.data() + m_at, n);
+    if (n) std::memcpy(p, m_s.data() + m_at, n);
     m_at += n;
   }
   void end() const {

@@ -107,7 +107,8 @@ std::vector<std::string> trial_command();
 // Returns the process exit code. (The hidden subcommand `kernel-lab __trial`.)
 int trial_child_main(int in_fd, int out_fd);
 
-// The protocol's messages, for tests: a request and a report as the bytes of one frame.
+// The protocol's messages, for tests: a request and a report as the payload of one frame. The
+// decoders throw Error(Data) for a malformed message and never read past its end.
 std::string encode_trial_request(const TrialRequest& r);
 TrialRequest decode_trial_request(const std::string& frame_payload);
 std::string encode_trial_report(const TrialReport& r);

@@ -7,8 +7,10 @@
 #include "frame_source.h"
 #include "image_source.h"
 #include "live.h"
+#include "memcheck_report.h"
 #include "npy.h"
 #include "presets.h"
+#include "trial.h"
 
 namespace lab::fuzz {
 namespace {
@@ -132,11 +134,47 @@ void source_spec(const uint8_t* data, size_t size) {
       {ErrorKind::Usage});
 }
 
+void trial_wire(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const std::string payload = text(data + 1, size - 1);
+  refuses_cleanly(
+      [&] {
+        if (data[0] & 1) {
+          const TrialReport r = decode_trial_report(payload);
+          const TrialReport back = decode_trial_report(encode_trial_report(r));
+          require(back.outcome == r.outcome && back.message == r.message &&
+                      back.unwritten == r.unwritten && back.memcheck.size() == r.memcheck.size(),
+                  "report round trip changed it");
+        } else {
+          const TrialRequest q = decode_trial_request(payload);
+          require(q.frame.desc().empty() || q.frame.desc().bytes() <= payload.size(),
+                  "a frame larger than its message");
+          const TrialRequest back = decode_trial_request(encode_trial_request(q));
+          require(back.build.source == q.build.source && back.pipeline == q.pipeline &&
+                      back.frame.desc() == q.frame.desc() && back.lab_seed == q.lab_seed,
+                  "request round trip changed it");
+        }
+      },
+      {ErrorKind::Data});
+}
+
+void memcheck_log(const uint8_t* data, size_t size) {
+  const std::string log = text(data, size);
+  const auto findings = parse_memcheck_log(log);
+  require(findings.size() <= 10, "more findings than the limit");
+  for (const MemcheckFinding& f : findings) {
+    require(f.line >= 0, "finding at line " + std::to_string(f.line));
+    require(f.text.find('\n') == std::string::npos, "finding spans lines");
+    require(f.text.size() <= 4 * 240 + 3, "finding longer than its cut");
+  }
+}
+
 const Target* targets(size_t* count) {
   static const Target all[] = {
-      {"image", image},         {"npy", npy},
-      {"preset", preset},       {"live_options", live_options},
-      {"nvrtc_log", nvrtc_log}, {"source_spec", source_spec},
+      {"image", image},           {"npy", npy},
+      {"preset", preset},         {"live_options", live_options},
+      {"nvrtc_log", nvrtc_log},   {"source_spec", source_spec},
+      {"trial_wire", trial_wire}, {"memcheck_log", memcheck_log},
   };
   *count = sizeof(all) / sizeof(all[0]);
   return all;

@@ -31,6 +31,11 @@ void live_options(const uint8_t* data, size_t size);
 void nvrtc_log(const uint8_t* data, size_t size);
 // io::parse_source_spec (synthetic:WxH@FPS, camera:N:WxH@FPS, gst:...).
 void source_spec(const uint8_t* data, size_t size);
+// The trial protocol's decoders (trial.h: a child's report, the lab's request; the first byte
+// picks which), and for what decodes, its encoding decoded again.
+void trial_wire(const uint8_t* data, size_t size);
+// parse_memcheck_log (compute-sanitizer's report).
+void memcheck_log(const uint8_t* data, size_t size);
 
 struct Target {
   const char* name;  // also the corpus folder: tests/fuzz/corpus/<name>/
