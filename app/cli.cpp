@@ -40,6 +40,8 @@ constexpr const char* kFooter =
     "  kernel-lab copy blur=v4_rows -o my_blur.cu        a built-in kernel to edit\n"
     "  kernel-lab check --kernel-file my_blur.cu --replace blur\n"
     "                                                   your kernel against the CPU reference\n"
+    "                                                   (after a trial run in a child process;\n"
+    "                                                   --trial-memcheck finds bad accesses)\n"
     "  kernel-lab bench --lab matmul --sweep-variants --size 4096x4096x4096\n"
     "                                                   a playground's story, measured\n"
     "\nExit codes (sysexits): 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,\n"
