@@ -514,8 +514,7 @@ TrialReport TrialRunner::run(const TrialRequest& req, const TrialLimits& limits)
   const auto t0 = Clock::now();
   TrialReport rep;
   if (!limits.memcheck) {
-    if (!m_warm || m_warm->reap(0)) warm();
-    if (!m_warm) {
+    if (!m_warm || m_warm->reap(0)) {
       std::string why;
       m_warm = spawn(m_command, &why);
       if (!m_warm) {
@@ -524,9 +523,10 @@ TrialReport TrialRunner::run(const TrialRequest& req, const TrialLimits& limits)
       }
     }
     rep = exchange(*m_warm, req, limits.timeout_s, limits.start_timeout_s);
-    // A faulted context is unusable and a killed child is gone: the next child starts now, so
-    // that its context is made before the next trial.
-    if (rep.outcome != TrialOutcome::Passed && rep.outcome != TrialOutcome::Unwritten) {
+    // A faulted child exits (its context is unusable) and a killed one is gone: the next child
+    // starts now, so that its context is made before the next trial. One that only refused a
+    // request stays.
+    if (rep.outcome == TrialOutcome::Faulted || m_warm->exited || m_warm->reap(0)) {
       m_warm.reset();
       warm();
     }
