@@ -117,6 +117,7 @@ class Reader {
   void end() const {
     if (m_at != m_s.size()) throw ProtocolError("bytes after the last field");
   }
+  size_t remaining() const { return m_s.size() - m_at; }
 
  private:
   void need(uint64_t n) const {
@@ -181,6 +182,10 @@ TrialRequest decode_trial_request(const std::string& payload) {
   if (d.width < 0 || d.height < 0 || d.width > 65536 || d.height > 65536 || d.channels < 0 ||
       d.channels > 4)
     throw ProtocolError("a frame of impossible size");
+  // The frame's bytes must be in the message before they are allocated: a header can announce
+  // 64 GB.
+  if (!d.empty() && d.bytes() > in.remaining())
+    throw ProtocolError("a frame larger than its message");
   if (!d.empty()) {
     r.frame = HostImage(d);
     in.bytes(r.frame.bytes(), d.bytes());
