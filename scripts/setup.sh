@@ -49,9 +49,11 @@ fi
 # NVIDIA driver's GL (L4T), which these would only shadow.
 [ "$jetson" = 1 ] || extra+=(libegl-mesa0 libgl1-mesa-dri libglx-mesa0)
 
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+# The output is taken whole before it is matched: with pipefail, `cmd | grep -q` fails when grep
+# exits at the first match and cmd then dies of SIGPIPE (a fresh machine's set-up saw that).
+installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == *"install ok installed"* ]]; }
 # A candidate version in the package lists: the package exists for this system.
-packaged() { apt-cache policy "$1" 2>/dev/null | grep -q "Candidate: [^(]"; }
+packaged() { [[ "$(apt-cache policy "$1" 2>/dev/null)" =~ Candidate:\ [^\(] ]]; }
 
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
