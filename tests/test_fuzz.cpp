@@ -68,11 +68,12 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("fuzz: issue 15's reproducers are in the corpus") {
     // Named so that nobody prunes them with a corpus merge.
-    for (const char* path : {"image/repro-radiance-hdr-rle-loop", "image/repro-truncated-jpeg",
-                             "image/repro-truncated-png", "nvrtc_log/repro-30000-char-line",
-                             "live_options/repro-30000-char-line", "source_spec/repro-camera-sign",
-                             "preset/repro-100000-deep", "preset/repro-newer-schema",
-                             "npy/repro-lying-shape", "trial_wire/repro-huge-frame"}) {
+    for (const char* path :
+         {"image/repro-radiance-hdr-rle-loop", "image/repro-truncated-jpeg",
+          "image/repro-truncated-png", "nvrtc_log/repro-30000-char-line",
+          "live_options/repro-30000-char-line", "source_spec/repro-camera-sign",
+          "preset/repro-100000-deep", "preset/repro-newer-schema", "npy/repro-lying-shape",
+          "trial_wire/repro-huge-frame", "preset/repro-schema-1e300"}) {
       INFO(path);
       CHECK(fs::is_regular_file(corpus_dir() / path));
     }

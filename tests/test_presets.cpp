@@ -38,6 +38,20 @@ TEST_SUITE("cpu") {
     }
     const PresetLoad newer = preset_from_json("{\"schema\": 99, \"pipeline\": []}");
     CHECK(newer.warning.find("newer") != std::string::npos);
+    // Schemas no int holds (1e300 was undefined behaviour in get<int>, found by the fuzzer),
+    // fractions, zero and negatives: refused or newer, never converted.
+    for (const char* schema : {"1e300", "-1e300", "1.5", "0", "-3", "-9223372036854775808"}) {
+      INFO(std::string(schema));
+      const PresetLoad r =
+          preset_from_json(std::string("{\"schema\": ") + schema + ", \"pipeline\": []}");
+      CHECK(r.warning.find("not a positive integer") != std::string::npos);
+    }
+    for (const char* schema : {"2", "4294967297", "18446744073709551615"}) {
+      INFO(std::string(schema));
+      const PresetLoad r =
+          preset_from_json(std::string("{\"schema\": ") + schema + ", \"pipeline\": []}");
+      CHECK(r.warning.find("newer") != std::string::npos);
+    }
 
     const fs::path f =
         fs::temp_directory_path() / ("lab_preset_" + std::to_string(::getpid()) + ".json");

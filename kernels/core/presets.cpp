@@ -65,8 +65,14 @@ PresetLoad preset_from_json(const std::string& text, const PipelineConfig& fallb
   }
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
-    const int schema = j.at("schema").get<int>();
-    if (schema > kPresetSchema) {
+    // Read as a JSON integer of any size: get<int>() of 1e300 converts a double that no int
+    // holds (undefined behaviour; the fuzzer found it), and of 2^40 wraps.
+    const nlohmann::json& js = j.at("schema");
+    if (!js.is_number_integer() ||
+        (js.is_number_unsigned() ? js.get<uint64_t>() == 0 : js.get<int64_t>() < 1))
+      throw Error(ErrorKind::Usage, "schema is not a positive integer");
+    const uint64_t schema = js.get<uint64_t>();
+    if (schema > uint64_t(kPresetSchema)) {
       out.warning = "preset schema " + std::to_string(schema) + " is newer than this build's " +
                     std::to_string(kPresetSchema) + ": using the defaults";
       return out;
