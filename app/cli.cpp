@@ -155,7 +155,9 @@ int run_cli(int argc, char** argv) {
   auto* bench = app.add_subcommand(
       "bench",
       "Time every launch (median of many runs after warm-up), GB/s against the device "
-      "copy bandwidth measured in the same run, registers, occupancy and limiter");
+      "copy bandwidth measured in the same run, registers, occupancy and limiter. Without "
+      "--input it times a real image, tests/data/box_in_scene.png (the synthetic scene leaves "
+      "few NMS survivors and flatters top-K; --input synthetic times it)");
   add_common(bench, bench_c);
   bench->add_option("--stage", bench_o.stages, "only these stages (repeatable)");
   MeasureOptions& bm = bench_o.measure;
@@ -277,6 +279,7 @@ int run_cli(int argc, char** argv) {
     if (*check) return cmd_check(check_c, check_o);
     if (*bench) {
       bench_o.measure.max_noise = noise_pct / 100;
+      if (bench->get_option("--input")->count() == 0) bench_c.input = default_bench_input();
       return cmd_bench(bench_c, bench_o);
     }
     if (*run) return cmd_run(run_c, run_o);

@@ -30,6 +30,16 @@
 
 namespace lab::app {
 
+std::string default_bench_input() {
+  const std::string dir = test_data_dir();
+  const std::filesystem::path img = std::filesystem::path(dir) / "box_in_scene.png";
+  std::error_code ec;
+  if (!dir.empty() && std::filesystem::is_regular_file(img, ec)) return img.string();
+  std::cerr << "bench: no test image beside this executable (share/kernel-lab/data or "
+               "tests/data): timing the synthetic scene, which flatters top-K; --input chooses\n";
+  return "synthetic";
+}
+
 namespace {
 
 bool selected(const std::vector<std::string>& only, const std::string& name) {
@@ -357,6 +367,9 @@ int cmd_list(const ListOptions& o) {
   std::cout << "(* default variant / block)\n";
   const std::string examples = examples_dir();
   std::cout << "live-kernel examples: " << (examples.empty() ? "(not found)" : examples) << "\n";
+  const std::string data = test_data_dir();
+  std::cout << "test images (bench's default input): " << (data.empty() ? "(not found)" : data)
+            << "\n";
   return 0;
 }
 

@@ -33,6 +33,10 @@ struct CommonOptions {
   bool accept_truncated = false;  // decode truncated PNG/JPEG files, with a warning
 };
 
+// bench's input when none is given: a real test image (tests/data/box_in_scene.png, found
+// beside the executable), or the synthetic scene, with a note on stderr, where there is none.
+std::string default_bench_input();
+
 struct ListOptions {
   bool json = false;
 };

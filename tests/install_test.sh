@@ -15,7 +15,9 @@ test -f "$prefix/share/doc/kernel_lab/README.md"
 cd "$prefix"  # nothing relative to the source tree
 "$lab" list >list.txt  # (not piped into grep -q: its early exit would fail the pipe)
 grep -q "^blur: " list.txt
-grep -q "live-kernel examples: $prefix/bin/../share/kernel-lab/examples" list.txt
+grep -q "live-kernel examples: $prefix/share/kernel-lab/examples" list.txt
+grep -q "test images (bench's default input): $prefix/share/kernel-lab/data" list.txt
+test -f "$prefix/share/kernel-lab/data/box_in_scene.png"
 "$lab" check --device cpu --input synthetic:64x48 --size 64x48 >/dev/null
 if [ "$gui" = ON ]; then
   "$lab" gui --headless --device cpu --frames 3 --window 320x240 --screenshot "$prefix/shot.png" >/dev/null

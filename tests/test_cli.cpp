@@ -49,6 +49,11 @@ TEST_SUITE("cpu") {
     const Result j = lab_cli("list --json");
     CHECK(j.code == 0);
     CHECK(has(j, "\"variants\""));
+    // bench times a real image unless told otherwise: the build's kernel-lab finds the
+    // repository's test images (the installed one: install_test.sh), and its help says so.
+    CHECK(has(l, "test images (bench's default input): "));
+    CHECK(has(l, "tests/data"));
+    CHECK(has(lab_cli("bench --help"), "box_in_scene.png"));
   }
 
   TEST_CASE("cli: usage errors exit 64 with a one-line reason") {

@@ -120,6 +120,15 @@ TEST_SUITE("cpu") {
 }
 
 TEST_SUITE("gpu") {
+  LAB_GPU_CASE("bench: without --input it times a real image, with it the input given") {
+    const Result real = lab_cli("bench --stage blur --warmup 2 --reps 5");
+    CHECK(real.code == 0);
+    CHECK(has(real, "box_in_scene.png"));
+    const Result syn = lab_cli("bench --stage blur --warmup 2 --reps 5 --input synthetic:640x480");
+    CHECK(syn.code == 0);
+    CHECK(!has(syn, "box_in_scene.png"));
+  }
+
   LAB_GPU_CASE("measure: the SM clock is read on the GPU, and a cold run starts DRAM-cold") {
     Runner r(Backend::Cuda);
     const double mhz = measure_sm_clock_mhz(r.stream());

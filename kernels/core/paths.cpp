@@ -22,15 +22,25 @@ std::string xdg_dir(const char* var, const char* fallback, const std::string& su
   return dir.string();
 }
 
-std::string examples_dir() {
+namespace {
+// The first of <bin>/../share/kernel-lab/<installed> and <bin>/../<in_tree> that is a folder.
+std::string beside_exe(const char* installed, const std::filesystem::path& in_tree) {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
   const std::filesystem::path bin = exe.parent_path();
-  for (const auto& d :
-       {bin / ".." / "share" / "kernel-lab" / "examples", bin / ".." / "examples" / "kernels"})
-    if (std::filesystem::is_directory(d, ec)) return d.string();
+  for (const auto& d : {bin / ".." / "share" / "kernel-lab" / installed, bin / ".." / in_tree})
+    if (std::filesystem::is_directory(d, ec)) return d.lexically_normal().string();
   return "";
+}
+}  // namespace
+
+std::string examples_dir() {
+  return beside_exe("examples", std::filesystem::path("examples") / "kernels");
+}
+
+std::string test_data_dir() {
+  return beside_exe("data", std::filesystem::path("tests") / "data");
 }
 
 }  // namespace lab

@@ -15,4 +15,8 @@ std::string xdg_dir(const char* var, const char* fallback, const std::string& su
 // tree beside a build folder); "" when neither exists.
 std::string examples_dir();
 
+// The test images (tests/data, with their licences), found the same way:
+// <bin>/../share/kernel-lab/data (installed), else <build>/../tests/data; "" when neither exists.
+std::string test_data_dir();
+
 }  // namespace lab
