@@ -2,6 +2,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "check.h"
@@ -27,12 +28,15 @@ void LaunchRecorder::refuse_if_unlaunchable(const void* func, const char* name, 
     throw Error(ErrorKind::Refused, std::string(name) + ": grid " + std::to_string(grid.x) + "x" +
                                         std::to_string(grid.y) + "x" + std::to_string(grid.z) +
                                         " is outside CUDA's limits (y and z at most 65535)");
-  const DeviceInfo& dev = device_info();
-  if (fi.attrs.static_smem + smem > dev.smem_per_block)
-    throw Error(ErrorKind::Refused, std::string(name) + ": needs " +
-                                        std::to_string(fi.attrs.static_smem + smem) +
-                                        " bytes of shared memory per block, the device gives " +
-                                        std::to_string(dev.smem_per_block));
+  // The kernel's own limit: 48 KB in all unless its launcher opted in to more.
+  if (smem > fi.attrs.max_dyn_smem)
+    throw Error(ErrorKind::Refused,
+                std::string(name) + ": needs " + std::to_string(fi.attrs.static_smem + smem) +
+                    " bytes of shared memory per block; this kernel may use " +
+                    std::to_string(fi.attrs.static_smem + fi.attrs.max_dyn_smem) +
+                    " (more needs cudaFuncAttributeMaxDynamicSharedMemorySize, up to the "
+                    "device's " +
+                    std::to_string(device_info().smem_per_block_optin) + ")");
 }
 
 void LaunchRecorder::begin(cudaStream_t stream, size_t stage, const std::string& label,
@@ -115,8 +119,9 @@ LaunchRecorder::FuncInfo& LaunchRecorder::func_info(const void* func) {
   cudaFuncAttributes a{};
   LAB_CUDA_CHECK(cudaFuncGetAttributes(&a, func));
   FuncInfo fi;
-  fi.attrs = {a.numRegs, a.sharedSizeBytes, a.localSizeBytes, a.maxThreadsPerBlock,
-              a.binaryVersion};
+  fi.attrs = {a.numRegs,        a.sharedSizeBytes,
+              a.localSizeBytes, a.maxThreadsPerBlock,
+              a.binaryVersion,  size_t(std::max(0, a.maxDynamicSharedSizeBytes))};
 #if CUDART_VERSION >= 12030
   // The kernel's mangled name finds its sm_87 counts (looked up once per kernel).
   const char* name = nullptr;

@@ -23,9 +23,11 @@ namespace lab {
 struct KernelAttrs {
   int regs = 0;
   size_t static_smem = 0;
-  size_t local_bytes = 0;  // per thread; non-zero means register spills (or local arrays)
-  int max_threads = 0;     // the most threads per block this kernel can launch with
-  int binary_version = 0;  // the SASS architecture the driver picked (90 = sm_90)
+  size_t local_bytes = 0;   // per thread; non-zero means register spills (or local arrays)
+  int max_threads = 0;      // the most threads per block this kernel can launch with
+  int binary_version = 0;   // the SASS architecture the driver picked (90 = sm_90)
+  size_t max_dyn_smem = 0;  // dynamic shared memory it may launch with (48 KB - static, or
+                            // what cudaFuncAttributeMaxDynamicSharedMemorySize opted in to)
 };
 
 struct LaunchRecord {
