@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "orin.h"
 #include "runner.h"
 
 namespace lab::app {
@@ -25,9 +26,8 @@ struct BenchRow {
   LaunchRecord rec;
   bool has_counters = false;  // --counters
   CounterValues counters;
-  // The bandwidth-bound estimate on Jetson AGX Orin: model bytes over its measured copy
-  // bandwidth (183 GB/s); NaN without a model.
-  double orin_estimate_us() const { return model_bytes > 0 ? model_bytes / 183e9 * 1e6 : NAN; }
+  // The bandwidth-bound estimate on Jetson AGX Orin (orin.h); NaN without a model.
+  double orin_estimate_us() const { return lab::orin_estimate_us(model_bytes); }
 };
 
 BenchRow bench_row(const ResolvedStage& s, const std::string& kernel);

@@ -725,7 +725,8 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
          << "\ndevice copy bandwidth (cudaMemcpy D2D 256 MiB, read + write): "
          << fmt("%.1f", copy_gbs)
          << " GB/s (%copy); %cp=sz: against a copy of the stage's own bytes, measured likewise; "
-            "Orin: the bytes model over 183 GB/s (AGX Orin's measured copy), an estimate\n";
+            "Orin: the bytes model over "
+         << fmt("%.0f", kOrinCopyGBs) << " GB/s (AGX Orin's measured copy), an estimate\n";
 
   r.run();
   std::vector<std::string> notes;

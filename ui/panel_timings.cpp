@@ -2,9 +2,11 @@
 // against the device copy bandwidth, hardware counters on demand, and, on rows of their own,
 // the costs that are real but no kernel's (upload, enqueue, interop, GL sync).
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "app_state.h"
+#include "orin.h"
 #include "stats.h"
 
 namespace lab::ui {
@@ -135,7 +137,7 @@ void draw_timings_panel(GuiApp& app) {
     return;
   }
   const bool counted = ui.counters.report.ok;
-  const int cols = counted ? 12 : 7;
+  const int cols = counted ? 13 : 8;
   if (ImGui::BeginTable("launches", cols,
                         ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders |
                             ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX)) {
@@ -144,6 +146,7 @@ void draw_timings_panel(GuiApp& app) {
     ImGui::TableSetupColumn("p95 us");
     ImGui::TableSetupColumn("GB/s");
     ImGui::TableSetupColumn("%copy");
+    ImGui::TableSetupColumn("Orin~ us");
     if (counted) {
       ImGui::TableSetupColumn("ach. occ");
       ImGui::TableSetupColumn("DRAM MB r/w");
@@ -173,6 +176,7 @@ void draw_timings_panel(GuiApp& app) {
         ImGui::Text("%.2f", p95_of(hist));
         tip("95th percentile of the same history");
         stage_us += med, ++launches;
+        ImGui::TableNextColumn();  // GB/s, %copy and the Orin estimate: on the stage's row
         ImGui::TableNextColumn();
         ImGui::TableNextColumn();
         if (counted) {
@@ -232,6 +236,18 @@ void draw_timings_panel(GuiApp& app) {
         ImGui::Text("%.0f%%", 100 * gbs / app.copy_gbs);
         tip("GB/s as a share of the device copy bandwidth (cudaMemcpy D2D of 256 MiB, read + "
             "write, measured at start)");
+      }
+      ImGui::TableNextColumn();
+      ImGui::Text("%.1f", orin_estimate_us(app.view.stage_bytes[i]));
+      {
+        char why[400];
+        std::snprintf(why, sizeof why,
+                      "an estimate, not a measurement: the stage's bytes model (%.2f MB, each "
+                      "input read once and each output written once) over %.0f GB/s, the device "
+                      "copy bandwidth measured on a Jetson AGX Orin 64GB at MAXN. Orin is "
+                      "bandwidth-bound, so fewer bytes (fusion) is what makes it faster there",
+                      app.view.stage_bytes[i] / 1e6, kOrinCopyGBs);
+        tip(why);
       }
       if (counted) {
         double rd = 0, wr = 0;
