@@ -8,8 +8,8 @@
 # the GUI, a bad kernel under compute-sanitizer; "measure": the GUI's timings against bench's on
 # one input, the first launch without the queue-ahead delay, hardware counters against ncu
 # (scripts/compare_counters.py). LAB_PROOF_SECTIONS picks sections (default:
-# "tests gui sanitizer bench torch upload labs live trial measure toy"; "gputests" runs the GPU
-# suite alone). "trial": live kernels that fault, hang or pass and fault later, against the
+# "tests gui sanitizer bench topk torch upload labs live trial measure toy"; "gputests" runs the
+# GPU suite alone). "topk": the exact top-K on real images, checked, sanitized and timed. "trial": live kernels that fault, hang or pass and fault later, against the
 # trial child and the GUI's recovery, timed.
 # Logs go to $OUT (or ./out).
 set -uo pipefail
@@ -19,6 +19,8 @@ mkdir -p "$out"
 # The binaries travel compressed; the test data, examples and corpus are the repository's.
 [ -d "$here/bin" ] || tar -xJf "$here/bin.tar.xz" -C "$here"
 repo=$(cd "$here/.." && pwd)
+# The lab finds its test images beside itself (<bin>/../tests/data): bench's default input.
+ln -sfn "$repo/tests" "$here/tests"
 export LAB_DATA_DIR=$repo/tests/data LAB_CLI=$here/bin/kernel-lab
 export LAB_EXAMPLES_DIR=$repo/examples/kernels LAB_FUZZ_CORPUS=$repo/tests/fuzz/corpus
 # The GUI's libraries (bundle/lib) and the GL loader packages carried in .gl (shared/GPU.md).
@@ -39,7 +41,7 @@ step() {
   "$@"
   echo "=== exit $? ($((SECONDS - t0)) s)"
 }
-sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench torch upload labs live trial measure toy} "
+sections=" ${LAB_PROOF_SECTIONS:-tests gui sanitizer bench topk torch upload labs live trial measure toy} "
 uname -r  # Firecracker (-fc-...-gpu): counters and compute-sanitizer work; gVisor (4.4.0): not
 want() { [[ $sections == *" $1 "* ]]; }
 [ "${LAB_PROOF_BENCH:-1}" = 0 ] && sections=${sections/ bench / }
@@ -78,13 +80,36 @@ want sanitizer && {
   step "$san" --tool synccheck --error-exitcode 99 "$lab" check --input "$LAB_DATA_DIR/brick.png" --size 257x131 --stage topk --stage l2norm
   step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$LAB_DATA_DIR/brick.png" --size 257x131
 } 2>&1 | tee "$out/sanitizer.log" | grep -E "^===|ERROR SUMMARY|RACECHECK SUMMARY|configurations"
-want bench && {
-  step "$lab" bench --sweep-variants --input synthetic:1920x1080 --size 1280x736 --reps 200
-  step "$lab" bench --sweep-variants --input synthetic:3840x2160 --size 3840x2160 --reps 200
-  step "$lab" bench --stage letterbox --sweep-variants --input synthetic:3840x2160 --reps 200
-  step "$lab" bench --sweep-variants --sweep-blocks --sweep-math --input synthetic:1920x1080 --size 1280x736 --csv --out "$out/sweep-1280x736.csv"
-  step "$lab" bench --sweep-variants --sweep-blocks --input synthetic:3840x2160 --size 3840x2160 --reps 50 --csv --out "$out/sweep-3840x2160.csv"
+want bench && {  # real images first (bench's default is box_in_scene.png), the synthetic scene beside
+  step "$lab" bench --reps 200
+  for img in graf1.png astronaut.png coffee.png; do
+    step "$lab" bench --input "$LAB_DATA_DIR/$img" --size 1280x736 --reps 200
+  done
+  step "$lab" bench --input synthetic:1920x1080 --size 1280x736 --reps 200
+  for img in graf1.png chessboard.png; do
+    step "$lab" bench --input "$LAB_DATA_DIR/$img" --size 3840x2160 --reps 200
+  done
+  step "$lab" bench --input synthetic:3840x2160 --size 3840x2160 --reps 200
+  step "$lab" bench --stage topk --sweep-variants --input "$LAB_DATA_DIR/graf1.png" --size 1280x736 --reps 200
+  step "$lab" bench --stage topk --sweep-variants --input synthetic:1920x1080 --size 1280x736 --reps 200
+  step "$lab" bench --sweep-variants --sweep-blocks --sweep-math --input "$LAB_DATA_DIR/graf1.png" --size 1280x736 --csv --out "$out/sweep-1280x736.csv"
+  step "$lab" bench --sweep-variants --sweep-blocks --input "$LAB_DATA_DIR/graf1.png" --size 3840x2160 --reps 50 --csv --out "$out/sweep-3840x2160.csv"
 } 2>&1 | tee "$out/bench.log"
+want topk && {  # the exact top-K on real images (issue 16): checked, under every sanitizer tool, timed
+  for img in box_in_scene.png graf1.png chessboard.png astronaut.png; do
+    step "$lab" check --input "$LAB_DATA_DIR/$img" --stage topk
+  done
+  step "$lab" check --input "$LAB_DATA_DIR/graf1.png" --size 3840x2160 --stage topk --quick
+  for tool in memcheck racecheck initcheck synccheck; do
+    step "$san" --tool $tool --error-exitcode 99 "$lab" check --input "$LAB_DATA_DIR/graf1.png" --size 640x368 --stage topk --quick
+  done
+  # the select's refinement (plateaus, ties over its buffer) and K past its cap
+  step "$san" --tool memcheck --error-exitcode 99 "$here/bin/lab_tests" --test-suite=gpu -tc="topk at scale*"
+  step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$LAB_DATA_DIR/brick.png" --variant topk=v4_compact_select
+  for img in box_in_scene.png graf1.png astronaut.png; do
+    step "$lab" bench --stage topk --sweep-variants --input "$LAB_DATA_DIR/$img" --size 1280x736 --reps 200
+  done
+} 2>&1 | tee "$out/topk.log"
 if want torch && python3 -c "import torch" 2>/dev/null; then
   step python3 "$here/torch_pipeline.py" --lab "$lab" --topk-input "$LAB_DATA_DIR/graf1.png" 2>&1 | tee "$out/torch.log"
 fi
@@ -135,8 +160,10 @@ want trial && {  # kernels that cannot take the lab down: trial runs, recovery, 
   step "$lab" check --input "$img" --stage blur --quick --kernel-file "$ex/endless_loop.cu" --replace blur --trial-timeout 1
   printf '__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n  const int x = lab_x(), y = lab_y();\n  if (x == 3 && y == 0) reinterpret_cast<volatile float*>(8)[0] = 1.0f;\n  if (!inside(out[0], x, y)) return;\n  out[0].at(x, y) = in[0].at(x, y);\n}\n' > "$t/null_write.cu"
   step "$lab" check --input "$img" --stage blur --quick --kernel-file "$t/null_write.cu" --replace blur --trial-memcheck
+  # Can a process with no OpenGL context reset the device after a fault? (the GUI's could not)
+  LAB_TRIAL_TRY_RESET=1 step "$lab" check --input "$img" --stage blur --quick --kernel-file "$t/null_write.cu" --replace blur
   sed 's/reinterpret_cast<volatile float\*>(8)\[0\] = 1.0f;/while (clock64() >= 0) {}/' "$ex/fault_later.cu" > "$t/hang_later.cu"
-  LAB_HANG_REPORT_S=2 step "$lab" gui --headless --frames 10 --window 1600x900 --input "$img" --kernel-file "$t/hang_later.cu" --replace blur --screenshot "$out/gui-hang.png"
+  LAB_HANG_REPORT_S=2 step timeout -s INT 150 "$lab" gui --headless --frames 10 --window 1600x900 --input "$img" --kernel-file "$t/hang_later.cu" --replace blur --screenshot "$out/gui-hang.png"
   rm -rf "$t"
 } 2>&1 | tee "$out/trial.log" | grep -E "^===|gui: |kernel|trial|memcheck|error"
 want measure && {  # one way to measure: the GUI against bench, counters against ncu
