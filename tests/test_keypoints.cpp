@@ -325,7 +325,8 @@ TEST_SUITE("gpu") {
 
   LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {
     const HostImage in = io::load_image(data_path("box_in_scene.png"));
-    for (const char* topk : {"v1_sort_all", "v2_select_sort", "v4_compact_select"}) {
+    for (const char* topk :
+         {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch"}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, std::string("topk=") + topk);
@@ -369,11 +370,11 @@ TEST_SUITE("gpu") {
           s.view<float>().at(x, y) =
               plateau ? 1.0f : float((uint32_t(y * w + x) * 2654435761u) % 1000u + 1u);
       for (const VariantDef& v : find_op("topk").def.variants) {
-        // v4 holds at most 8192 candidates in a block: K at that cap, K past it (v2's path),
-        // K = 1; the plateau (65,536 equal scores) and the ties (a 13-bit bin holds ~60
-        // values x ~1000 pixels) overflow that buffer, so its select refines down to the index
-        // bits.
-        const bool v4 = v.name.rfind("v4_", 0) == 0;
+        // v4 and v5 hold at most 8192 candidates in a block: K at that cap, K past it (v2's
+        // path), K = 1; the plateau (65,536 equal scores) and the ties (a 13-bit bin holds ~60
+        // values x ~1000 pixels) overflow that buffer, so their select refines down to the
+        // index bits.
+        const bool v4 = v.name.rfind("v4_", 0) == 0 || v.name.rfind("v5_", 0) == 0;
         for (int k : v4 ? std::vector<int>{4096, 8192, 9000, 1} : std::vector<int>{4096}) {
           INFO((plateau ? "plateau " : "ties ") << v.name << " k=" << k);
           Harness h(Backend::Cuda, {stage("topk", v.name, MathMode::Precise, {{"k", k}})},

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -19,6 +20,26 @@ void launch(LaunchContext& ctx, const char* name, void (*kernel)(P...), dim3 gri
             size_t smem, A&&... args) {
   ctx.before_launch(reinterpret_cast<const void*>(kernel), name, grid, block, smem);
   kernel<<<grid, block, smem, ctx.stream()>>>(std::forward<A>(args)...);
+  ctx.after_launch();
+}
+
+// launch() for a kernel that synchronises its whole grid (cooperative_groups::this_grid().sync()):
+// cudaLaunchCooperativeKernel, which refuses a grid whose blocks cannot all be resident at once
+// instead of letting the barrier deadlock. The caller sizes the grid from the occupancy.
+template <typename... P, typename... A>
+void launch_cooperative(LaunchContext& ctx, const char* name, void (*kernel)(P...), dim3 grid,
+                        dim3 block, size_t smem, A&&... args) {
+  std::tuple<P...> values(std::forward<A>(args)...);  // the kernel's own parameter types
+  void* argv[sizeof...(P)];
+  std::apply(
+      [&](auto&... v) {
+        int i = 0;
+        ((argv[i++] = static_cast<void*>(&v)), ...);
+      },
+      values);
+  ctx.before_launch(reinterpret_cast<const void*>(kernel), name, grid, block, smem);
+  LAB_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid, block,
+                                             argv, smem, ctx.stream()));
   ctx.after_launch();
 }
 

@@ -35,14 +35,19 @@
 //                    the greater keys (a warp per candidate) and writes row `rank`. A memset
 //                    and two launches, no host round trip, graph-capturable. K over 8192 runs
 //                    v2's path.
+//   v5_one_launch    exact: v4's two phases in one cooperative launch of a block per SM, with a
+//                    grid-wide barrier between them: one launch's fixed cost less. Where the
+//                    device cannot launch it cooperatively, v4 runs.
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
+#include <cooperative_groups.h>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <utility>
 #include <vector>
@@ -334,7 +339,7 @@ __global__ void topk_write_kernel(const uint64_t* sorted, const int* count, uint
   write_keypoint(kp, int(i), float(idx % width), float(idx / width), topk_key_score(key));
 }
 
-// ---- v4: survivors compacted once, the K-th key found by one block, sorted in shared memory --
+// ---- v4, v5: survivors compacted once, the same selection in every block, ranks by counting --
 
 // Level 0 of v4's select: the top 13 bits of the ordered score (for positive scores the sign bit
 // is constant: 8 exponent and 4 mantissa bits, a bin spans a factor of 2^(1/16)).
@@ -349,6 +354,9 @@ constexpr int kV4SubBins = 4096;  // a refinement level: the next 12 bits of the
 constexpr size_t kV4Smem =
     kV4Cap * sizeof(uint64_t) + kV4SubBins * sizeof(uint32_t) + kV4Cap * sizeof(uint32_t);
 
+static_assert(kV4Bins * sizeof(uint32_t) <= kV4Cap * sizeof(uint64_t),
+              "v5 counts its histogram where the candidates go later");
+
 // Device memory of v4, zeroed by one memset before the compaction.
 struct TopkV4Scratch {
   uint32_t hist[kV4Bins];  // level-0 histogram of the survivors
@@ -356,25 +364,23 @@ struct TopkV4Scratch {
 };
 
 // One pass over the NMS map: every survivor's key appended to `list` (a block scan per tile of
-// BLOCK x 4 pixels, then one global atomic per tile: per-thread or per-warp atomics on one
-// counter serialise at the L2 when many pixels survive) and counted in the level-0 histogram
-// (per block in shared memory, flushed once per non-empty bin).
-template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK)
-    topk_compact_kernel(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc, uint64_t* list) {
-  constexpr int kItems = 4;
-  constexpr uint32_t kTile = uint32_t(BLOCK) * kItems;
+// BLOCK x ITEMS pixels, then one global atomic per tile rather than one per survivor on a single
+// counter) and counted in the level-0 histogram `h` (BLOCK's own, in shared memory, flushed to
+// the global one once per non-empty bin).
+template <int BLOCK, int ITEMS>
+__device__ void topk_compact_tiles(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc,
+                                   uint64_t* list, uint32_t* h) {
+  constexpr uint32_t kTile = uint32_t(BLOCK) * ITEMS;
   using Scan = cub::BlockScan<uint32_t, BLOCK>;
   __shared__ typename Scan::TempStorage tmp;
-  __shared__ uint32_t h[kV4Bins];
   __shared__ uint32_t base;
   for (int b = threadIdx.x; b < kV4Bins; b += BLOCK) h[b] = 0;
   __syncthreads();
   for (uint32_t t0 = blockIdx.x * kTile; t0 < n; t0 += gridDim.x * kTile) {
-    uint64_t key[kItems];
+    uint64_t key[ITEMS];
     uint32_t c = 0;
 #pragma unroll
-    for (int j = 0; j < kItems; ++j) {  // consecutive threads, consecutive pixels
+    for (int j = 0; j < ITEMS; ++j) {  // consecutive threads, consecutive pixels
       const uint32_t i = t0 + uint32_t(j * BLOCK) + threadIdx.x;
       const float v = i < n ? score_at(s, i) : 0.0f;
       key[j] = v != 0.0f ? topk_key(v, i) : 0ull;
@@ -385,7 +391,7 @@ __global__ void __launch_bounds__(BLOCK)
     if (threadIdx.x == 0 && tile_total) base = atomicAdd(&sc->count, tile_total);
     __syncthreads();
 #pragma unroll
-    for (int j = 0; j < kItems; ++j)
+    for (int j = 0; j < ITEMS; ++j)
       if (key[j]) list[base + off++] = key[j];
     __syncthreads();  // base and the scan's storage are reused by the next tile
   }
@@ -393,17 +399,25 @@ __global__ void __launch_bounds__(BLOCK)
     if (h[b]) atomicAdd(&sc->hist[b], h[b]);
 }
 
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+    topk_compact_kernel(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc, uint64_t* list) {
+  __shared__ uint32_t h[kV4Bins];
+  topk_compact_tiles<BLOCK, 4>(s, n, sc, list, h);
+}
+
 // The bin where a descending walk of `h` (PER x kV4Threads bins) reaches `need`, with the count
 // above it and in it, into out[0..2] for the whole block. The caller guarantees the total
 // reaches `need`.
-template <int PER>
+template <int PER, bool GLOBAL>
 __device__ void topk_v4_find(const uint32_t* h, uint32_t need, uint32_t* out) {
   using Scan = cub::BlockScan<uint32_t, kV4Threads>;
   __shared__ typename Scan::TempStorage tmp;
   const int hi = PER * (kV4Threads - int(threadIdx.x));  // this thread's bins [hi - PER, hi)
   uint32_t bins[PER], mine = 0;
 #pragma unroll
-  for (int j = 0; j < PER; ++j) mine += (bins[j] = h[hi - 1 - j]);
+  for (int j = 0; j < PER; ++j)  // the global histogram through the L2 (v5 wrote it this launch)
+    mine += (bins[j] = GLOBAL ? __ldcg(&h[hi - 1 - j]) : h[hi - 1 - j]);
   uint32_t before = 0, all = 0;
   Scan(tmp).ExclusiveSum(mine, before, all);
   if (before < need && before + mine >= need) {  // exactly one thread
@@ -448,10 +462,10 @@ __device__ void for_each_listed(const uint64_t* list, uint32_t total, F&& f) {
 // the candidates would overflow the shared buffer (a plateau of equal scores), a level refines
 // the bin by the next 12 bits of the key (score bits, then the index: the keys are distinct, so
 // it ends by shift 0, one key a bin).
-__global__ void __launch_bounds__(kV4Threads)
-    topk_select_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
-                            uint32_t width, ImageView<float> kp) {
-  extern __shared__ uint64_t keys[];                           // kV4Cap candidates
+// `smem`: kV4Smem bytes of dynamic shared memory.
+__device__ void topk_select_rank(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+                                 uint32_t width, ImageView<float> kp, uint64_t* smem) {
+  uint64_t* keys = smem;                                       // kV4Cap candidates
   uint32_t* sub = reinterpret_cast<uint32_t*>(keys + kV4Cap);  // kV4SubBins counts
   uint32_t* owned = sub + kV4SubBins;                          // kV4Cap slots of keys[]
   __shared__ uint32_t sel[3], n_sel, n_owned;
@@ -461,7 +475,7 @@ __global__ void __launch_bounds__(kV4Threads)
   int shift = kV4Shift;
   uint32_t above = 0, in_bin = total;
   if (!all) {
-    topk_v4_find<kV4Bins / kV4Threads>(sc->hist, k, sel);
+    topk_v4_find<kV4Bins / kV4Threads, true>(sc->hist, k, sel);
     prefix = sel[0], above = sel[1], in_bin = sel[2];
   }
   while (!all && above + in_bin > kV4Cap) {  // k <= kV4Cap
@@ -473,7 +487,7 @@ __global__ void __launch_bounds__(kV4Threads)
         atomicAdd(&sub[uint32_t(key >> next) & ((1u << bits) - 1u)], 1u);
     });
     __syncthreads();
-    topk_v4_find<kV4SubBins / kV4Threads>(sub, k - above, sel);
+    topk_v4_find<kV4SubBins / kV4Threads, false>(sub, k - above, sel);
     prefix = (prefix << bits) | sel[0], above += sel[1], in_bin = sel[2], shift = next;
     __syncthreads();  // sel and sub are rewritten by the next level
   }
@@ -505,6 +519,25 @@ __global__ void __launch_bounds__(kV4Threads)
   for (uint32_t i = min(n, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
        i += gridDim.x * kV4Threads)
     write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
+}
+
+__global__ void __launch_bounds__(kV4Threads)
+    topk_select_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+                            uint32_t width, ImageView<float> kp) {
+  extern __shared__ uint64_t smem[];
+  topk_select_rank(sc, list, k, width, kp, smem);
+}
+
+// v5: v4's two phases in one cooperative launch (a block per SM, all resident), a grid-wide
+// barrier between them instead of a second launch. Phase 1 counts its histogram in the space
+// phase 2 later fills with candidates.
+__global__ void __launch_bounds__(kV4Threads)
+    topk_one_launch_kernel(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc, uint64_t* list,
+                           uint32_t k, ImageView<float> kp) {
+  extern __shared__ uint64_t smem[];
+  topk_compact_tiles<kV4Threads, 8>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
+  cooperative_groups::this_grid().sync();  // every survivor listed and counted
+  topk_select_rank(sc, list, k, uint32_t(s.width), kp, smem);
 }
 
 // ---- launchers -------------------------------------------------------------------------------
@@ -621,16 +654,43 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
          dim3(io.threads), 0, io.s, io.n, st, io.k, io.kp);
 }
 
-// v4 asks for more than the default 48 KB of shared memory per block: opted in once per
-// process (an attribute of the function, on the current device).
-static bool v4_smem_ready() {
-  static const bool ok = [] {
-    if (device_info().smem_per_block_optin < kV4Smem + 16 * 1024) return false;  // + static
-    LAB_CUDA_CHECK(cudaFuncSetAttribute(topk_select_rank_kernel,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(kV4Smem)));
-    return true;
-  }();
-  return ok;
+// v4 and v5 ask for more than the default 48 KB of shared memory per block, and v5 for a
+// cooperative launch: asked once per CUDA context (a device reset forgets function attributes,
+// so a hook asks again after one). v4: whether it can run; v5: its grid, the blocks the device
+// holds at once (one per SM here), 0 when it cannot run.
+struct TopkOptIn {
+  bool v4 = false;
+  int v5_grid = 0;
+};
+static std::mutex g_optin_mu;
+static bool g_optin_valid = false;
+static TopkOptIn g_optin;
+static void forget_optin() {
+  std::lock_guard<std::mutex> lock(g_optin_mu);
+  g_optin_valid = false;
+}
+static TopkOptIn topk_optin() {
+  static const bool hooked = (on_device_reset(forget_optin), true);
+  (void)hooked;
+  std::lock_guard<std::mutex> lock(g_optin_mu);
+  if (g_optin_valid) return g_optin;
+  const DeviceInfo& d = device_info();
+  TopkOptIn o;
+  if (d.smem_per_block_optin >= kV4Smem + 16 * 1024) {  // + the kernels' static shared memory
+    for (const void* f : {reinterpret_cast<const void*>(topk_select_rank_kernel),
+                          reinterpret_cast<const void*>(topk_one_launch_kernel)})
+      LAB_CUDA_CHECK(
+          cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kV4Smem)));
+    o.v4 = true;
+    int coop = 0, per_sm = 0;
+    LAB_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, d.index));
+    if (coop)
+      LAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, topk_one_launch_kernel,
+                                                                   kV4Threads, kV4Smem));
+    o.v5_grid = per_sm * d.sms;
+  }
+  g_optin = o, g_optin_valid = true;
+  return o;
 }
 
 // The block applies to the compaction; the select blocks are always kV4Threads.
@@ -648,7 +708,7 @@ static void launch_compact(LaunchContext& ctx, const TopkIo& io, TopkV4Scratch* 
 static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
   const TopkIo io = io_of(a);
   // K past what one block sorts, or a device without the shared memory: v2's path, exact too.
-  if (io.k > kV4Cap || !v4_smem_ready()) return launch_v2(ctx, a);
+  if (io.k > kV4Cap || !topk_optin().v4) return launch_v2(ctx, a);
   auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 0));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
   LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
@@ -656,6 +716,17 @@ static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
                      [&](auto x, auto) { launch_compact<x.value>(ctx, io, sc, list); });
   launch(ctx, "topk_select_rank", topk_select_rank_kernel, dim3(std::max(1, device_info().sms)),
          dim3(kV4Threads), kV4Smem, sc, list, io.k, uint32_t(io.s.width), io.kp);
+}
+
+static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
+  const TopkIo io = io_of(a);
+  const int grid = io.k <= kV4Cap ? topk_optin().v5_grid : 0;
+  if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
+  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 0));
+  auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
+  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
+  launch_cooperative(ctx, "topk_one_launch", topk_one_launch_kernel, dim3(grid), dim3(kV4Threads),
+                     kV4Smem, io.s, io.n, sc, list, io.k, io.kp);
 }
 
 // ---- variant table ---------------------------------------------------------------------------
@@ -677,7 +748,7 @@ OpDef topk_op() {
       "integer selection: exact variants match the reference row for row; the histogram variant "
       "returns the right count, exact scores, everything above the boundary bin";
   // clang-format off
-  op.default_variant = "v4_compact_select";
+  op.default_variant = "v5_one_launch";
   op.variants = {
       {"v1_sort_all", "exact: CUB radix sort of one 64-bit key per pixel, first K decoded",
        lines, {256, 1}, launch_v1, nullptr},
@@ -690,6 +761,10 @@ OpDef topk_op() {
        "exact: survivors compacted in one pass; every block selects the same <= 8192 "
        "candidates from them and ranks its share by counting (K <= 8192; above, v2's path)",
        V4Blocks::blocks(), {512, 1}, launch_v4, nullptr},
+      {"v5_one_launch",
+       "exact: v4's two phases in one cooperative launch, a grid-wide barrier between them "
+       "(a block per SM); the second launch's fixed cost goes",
+       {{1024, 1}}, {1024, 1}, launch_v5, nullptr},
   };
   // clang-format on
   return op;
