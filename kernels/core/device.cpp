@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -85,10 +87,17 @@ std::string reset_device() {
   cudaGetLastError();
   cudaError_t e = cudaDeviceReset();
   // The new context, made now. The driver may still be tearing the faulted one down and answer
-  // "busy or unavailable" for a moment: it gets a few seconds.
-  for (int tries = 0; e == cudaSuccess && tries < 50; ++tries) {
+  // "busy or unavailable" for a moment: it gets 5 s, or LAB_RESET_WAIT_S (up to 60: the H200
+  // host refused for all of 5 s; a longer wait tells whether it ever gives one back).
+  const char* wait_env = std::getenv("LAB_RESET_WAIT_S");
+  const double wait_s = wait_env ? std::clamp(std::atof(wait_env), 0.1, 60.0) : 5.0;
+  const auto start = std::chrono::steady_clock::now();
+  const auto waited = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  while (e == cudaSuccess) {
     e = cudaFree(nullptr);
-    if (e != cudaErrorDevicesUnavailable) break;
+    if (e != cudaErrorDevicesUnavailable || waited() >= wait_s) break;
     cudaGetLastError();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     e = cudaSuccess;
@@ -96,7 +105,10 @@ std::string reset_device() {
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
     cudaGetLastError();
-    return std::string("cudaDeviceReset did not give a working context: ") + cudaGetErrorString(e);
+    char after[32];
+    std::snprintf(after, sizeof after, " (after %.1f s)", waited());
+    return std::string("cudaDeviceReset did not give a working context: ") + cudaGetErrorString(e) +
+           after;
   }
   return "";
 }

@@ -532,6 +532,10 @@ TrialReport TrialRunner::run(const TrialRequest& req, const TrialLimits& limits)
     // starts now, so that its context is made before the next trial. One that only refused a
     // request stays.
     if (rep.outcome == TrialOutcome::Faulted || m_warm->exited || m_warm->reap(0)) {
+      // LAB_TRIAL_TRY_RESET (a diagnosis): the faulted child tries a device reset, with no GL in
+      // its process, and says on stderr how it went; it gets the time to, not a SIGKILL.
+      if (rep.outcome == TrialOutcome::Faulted && std::getenv("LAB_TRIAL_TRY_RESET"))
+        m_warm->reap(65000);
       m_warm.reset();
       warm();
     }
