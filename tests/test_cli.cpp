@@ -237,11 +237,17 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("cli: run stops cleanly on SIGINT and still reports") {
-    // A long run, interrupted after a moment: exit 0 with the summary, not a kill.
+    // A long run, interrupted once it catches SIGINT: exit 0 with the summary, not a kill. A
+    // background job of sh starts with SIGINT ignored, so a signal sent before the lab installs
+    // its handler is lost: the sanitizer build took over a second to get there, and then ran
+    // all 100,000 frames. So wait (up to 60 s) until /proc says the handler is in (SigCgt bit 2).
     const std::string cmd =
         std::string(std::getenv("LAB_CLI") ? std::getenv("LAB_CLI") : LAB_CLI_PATH) +
         " run --device cpu --frames 100000 --input synthetic:64x64 2>&1 & "
-        "pid=$!; sleep 1; kill -INT $pid; wait $pid";
+        "pid=$!; i=0; while [ $i -lt 600 ]; do "
+        "c=$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$pid/status 2>/dev/null); "
+        "[ -n \"$c\" ] && [ $(( 0x$c & 2 )) -ne 0 ] && break; sleep 0.1; i=$((i + 1)); done; "
+        "kill -INT $pid; wait $pid";
     FILE* p = popen(cmd.c_str(), "r");
     REQUIRE(p != nullptr);
     std::string out;
