@@ -236,6 +236,34 @@ TEST_SUITE("cpu") {
     fs::remove_all(d);
   }
 
+  TEST_CASE("cli: bench with no test image beside it times the synthetic scene and says so") {
+    const char* env = std::getenv("LAB_CLI");
+    const fs::path lab = env && *env ? env : LAB_CLI_PATH;
+    // A hard link (the same file system as the lab) in a folder with no tests/data and no
+    // share/kernel-lab/data beside it: /proc/self/exe names the link, so the lab looks there.
+    const fs::path root = lab.parent_path() / ("lab_nodata_" + std::to_string(::getpid()));
+    fs::create_directories(root / "bin");
+    std::error_code ec;
+    fs::create_hard_link(lab, root / "bin" / "kernel-lab", ec);
+    if (ec) {
+      MESSAGE("no hard link beside the lab (" << ec.message() << "): not tested here");
+    } else {
+      const std::string cmd = (root / "bin" / "kernel-lab").string() + " bench --device cpu 2>&1";
+      FILE* p = popen(cmd.c_str(), "r");
+      REQUIRE(p != nullptr);
+      std::string out;
+      std::array<char, 4096> buf;
+      size_t n;
+      while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+      const int status = pclose(p);
+      INFO(out);
+      CHECK(WEXITSTATUS(status) == 69);  // bench needs a GPU in use; the note comes first
+      CHECK(out.find("no test image beside this executable") != std::string::npos);
+      CHECK(out.find("synthetic scene") != std::string::npos);
+    }
+    fs::remove_all(root);
+  }
+
   TEST_CASE("cli: run stops cleanly on SIGINT and still reports") {
     // A long run, interrupted once it catches SIGINT: exit 0 with the summary, not a kill. A
     // background job of sh starts with SIGINT ignored, so a signal sent before the lab installs
