@@ -22,18 +22,20 @@ inline std::string data_path(const std::string& file) {
   return std::string(env && *env ? env : LAB_DATA_DIR) + "/" + file;
 }
 
-// The kernel-lab executable run with `args`: its exit code and its stdout and stderr together.
+// The kernel-lab executable under test: $LAB_CLI (a bundle run on another machine) or the build's.
+inline std::string lab_exe() {
+  const char* env = std::getenv("LAB_CLI");
+  return env && *env ? env : LAB_CLI_PATH;
+}
+
+// A command's exit code (128 + the signal when a signal ended it) and its output.
 struct Result {
   int code;
   std::string out;
 };
 
-// With `limit_s`, the command is stopped after that many seconds (exit 124): a test of input
-// that once hung the lab fails instead of hanging the suite.
-inline Result lab_cli(const std::string& args, int limit_s = 0) {
-  const char* env = std::getenv("LAB_CLI");  // a bundle run on another machine
-  const std::string cmd = (limit_s > 0 ? "timeout " + std::to_string(limit_s) + " " : "") +
-                          std::string(env && *env ? env : LAB_CLI_PATH) + " " + args + " 2>&1";
+// Runs `cmd` with sh and reads everything it prints on stdout (add 2>&1 for stderr).
+inline Result shell(const std::string& cmd) {
   Result r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -43,6 +45,14 @@ inline Result lab_cli(const std::string& args, int limit_s = 0) {
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// The kernel-lab executable run with `args`, its stdout and stderr together. With `limit_s`,
+// the command is stopped after that many seconds (exit 124): a test of input that once hung
+// the lab fails instead of hanging the suite.
+inline Result lab_cli(const std::string& args, int limit_s = 0) {
+  return shell((limit_s > 0 ? "timeout " + std::to_string(limit_s) + " " : "") + lab_exe() + " " +
+               args + " 2>&1");
 }
 
 inline bool has(const Result& r, const std::string& s) {

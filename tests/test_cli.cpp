@@ -237,8 +237,7 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("cli: bench with no test image beside it times the synthetic scene and says so") {
-    const char* env = std::getenv("LAB_CLI");
-    const fs::path lab = env && *env ? env : LAB_CLI_PATH;
+    const fs::path lab = lab_exe();
     // A hard link (the same file system as the lab) in a folder with no tests/data and no
     // share/kernel-lab/data beside it: /proc/self/exe names the link, so the lab looks there.
     const fs::path root = lab.parent_path() / ("lab_nodata_" + std::to_string(::getpid()));
@@ -248,18 +247,11 @@ TEST_SUITE("cpu") {
     if (ec) {
       MESSAGE("no hard link beside the lab (" << ec.message() << "): not tested here");
     } else {
-      const std::string cmd = (root / "bin" / "kernel-lab").string() + " bench --device cpu 2>&1";
-      FILE* p = popen(cmd.c_str(), "r");
-      REQUIRE(p != nullptr);
-      std::string out;
-      std::array<char, 4096> buf;
-      size_t n;
-      while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-      const int status = pclose(p);
-      INFO(out);
-      CHECK(WEXITSTATUS(status) == 69);  // bench needs a GPU in use; the note comes first
-      CHECK(out.find("no test image beside this executable") != std::string::npos);
-      CHECK(out.find("synthetic scene") != std::string::npos);
+      const Result r = shell((root / "bin" / "kernel-lab").string() + " bench --device cpu 2>&1");
+      INFO(r.out);
+      CHECK(r.code == 69);  // bench needs a GPU in use; the note comes first
+      CHECK(has(r, "no test image beside this executable"));
+      CHECK(has(r, "synthetic scene"));
     }
     fs::remove_all(root);
   }
@@ -269,25 +261,18 @@ TEST_SUITE("cpu") {
     // background job of sh starts with SIGINT ignored, so a signal sent before the lab installs
     // its handler is lost: the sanitizer build took over a second to get there, and then ran
     // all 100,000 frames. So wait (up to 60 s) until /proc says the handler is in (SigCgt bit 2).
-    const std::string cmd =
-        std::string(std::getenv("LAB_CLI") ? std::getenv("LAB_CLI") : LAB_CLI_PATH) +
-        " run --device cpu --frames 100000 --input synthetic:64x64 2>&1 & "
-        "pid=$!; i=0; while [ $i -lt 600 ]; do "
-        "c=$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$pid/status 2>/dev/null); "
-        "[ -n \"$c\" ] && [ $(( 0x$c & 2 )) -ne 0 ] && break; sleep 0.1; i=$((i + 1)); done; "
-        "kill -INT $pid; wait $pid";
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-    const int status = pclose(p);
-    INFO(out);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    CHECK(out.find("interrupted: stopping after") != std::string::npos);
-    CHECK(out.find("frame: median") != std::string::npos);
+    const Result r =
+        shell(lab_exe() +
+              " run --device cpu --frames 100000 --input synthetic:64x64 2>&1 & "
+              "pid=$!; i=0; while [ $i -lt 600 ]; do "
+              "c=$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$pid/status 2>/dev/null); "
+              "[ -n \"$c\" ] && [ $(( 0x$c & 2 )) -ne 0 ] && break; sleep 0.1; i=$((i + 1)); done; "
+              "kill -INT $pid; wait $pid");
+    INFO(r.out);
+    CHECK(r.code < 128);  // it exited; no signal ended it
+    CHECK(r.code == 0);
+    CHECK(has(r, "interrupted: stopping after"));
+    CHECK(has(r, "frame: median"));
   }
 
   TEST_CASE("cli: every exit code the README documents, on the CPU") {
