@@ -80,8 +80,23 @@ std::string DiffStats::detail() const {
                   cos_mean);
     s += buf;
   }
+  if (std::isfinite(max_ulp)) {
+    std::snprintf(buf, sizeof buf, "%smax %.3g ulp", s.empty() ? "" : ", ", max_ulp);
+    s += buf;
+  }
   if (!fail.empty()) s += (s.empty() ? "" : ": ") + fail;
   return s;
+}
+
+double ulps_off(double got, double ref) {
+  const float a = std::fabs(float(ref));
+  if (!std::isfinite(a)) return NAN;
+  // The spacing of floats on the side of |ref| where |got| lies (it halves below a power of two):
+  // so that the float next to the reference is 1 ulp off on either side.
+  const bool above = std::fabs(got) >= a || a == 0;
+  const double ulp = above ? double(std::nextafter(a, INFINITY)) - double(a)
+                           : double(a) - double(std::nextafter(a, 0.0f));
+  return std::fabs(got - ref) / ulp;
 }
 
 void add_cosine(DiffStats& s, const HostImage& got, const HostImage& ref, size_t rows) {

@@ -1,6 +1,7 @@
 // Difference statistics between a kernel's output and its CPU reference.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 
@@ -31,6 +32,9 @@ struct DiffStats {
   // Descriptors: cosine similarity of each row with its reference row.
   bool has_cosine = false;
   double cos_min = 1, cos_mean = 1;
+  // The largest error in float ulps of the reference value (ops that report it: the math
+  // playground); NaN when not reported.
+  double max_ulp = NAN;
   std::string fail;  // why an op's own comparison failed (empty: see `over`)
 
   double precision() const { return set_got ? double(set_matched) / double(set_got) : 1.0; }
@@ -61,6 +65,11 @@ DiffStats diff_images(const HostImage& got, const HostImage& ref, const Toleranc
 // Cosine similarity of each of the first `rows` rows of `got` with the same row of `ref` (float,
 // one channel), into s.cos_min / s.cos_mean.
 void add_cosine(DiffStats& s, const HostImage& got, const HostImage& ref, size_t rows);
+
+// The distance from `ref` (rounded to float) to `got` in float ulps at |ref|: the spacing of
+// floats there on got's side (FLT_TRUE_MIN below the normal range), so that a neighbouring float
+// is 1 ulp off. How many floats off a result is.
+double ulps_off(double got, double ref);
 
 // Folds the statistics of another output of the same stage into `into`.
 void merge_diff(DiffStats& into, const DiffStats& other);

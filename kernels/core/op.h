@@ -88,6 +88,8 @@ struct CompareArgs {
   const std::vector<std::string>* out_names = nullptr;
   const VariantDef* variant = nullptr;
   Tolerance tol;
+  MathMode math = MathMode::Precise;  // the build that ran
+  const ParamMap* params = nullptr;   // the stage's parameters
 };
 using CompareFn = DiffStats (*)(const CompareArgs&);
 

@@ -551,7 +551,8 @@ DiffStats Runner::compare(size_t i, const std::vector<HostImage>& ref, MathMode 
     const std::vector<HostImage> in = read_inputs(s);
     std::vector<HostImage> got;
     for (const auto& name : s.op->def.outputs) got.push_back(read_slot(name));
-    CompareArgs a{&in, &got, &ref, &s.op->def.outputs, &s.variant_def(), s.op->tolerance(math)};
+    CompareArgs a{&in,  &got,     &ref, &s.op->def.outputs, &s.variant_def(), s.op->tolerance(math),
+                  math, &s.params};
     return s.op->def.compare(a);
   }
   DiffStats total;
