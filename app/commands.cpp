@@ -20,6 +20,7 @@
 #include "capture.h"
 #include "frame_source.h"
 #include "keypoint_slots.h"
+#include "ladder.h"
 #include "npy.h"
 #include "live.h"
 #include "measure.h"
@@ -460,70 +461,42 @@ void write_report(const BenchOptions& o, const std::vector<BenchRow>& rows, doub
   if (!f) throw Error(ErrorKind::Io, "writing " + o.out + " failed");
 }
 
-// The configurations bench times for stage i: the configured one, or the sweeps asked for (a
-// playground's story needs every variant).
-std::vector<ResolvedStage> bench_configs(const Runner& r, size_t i, const BenchOptions& o,
-                                         bool lab) {
-  const ResolvedStage& configured = r.stages()[i];
-  const auto& variants = configured.op->def.variants;
-  std::vector<ResolvedStage> out;
-  for (size_t v = 0; v < variants.size(); ++v) {
-    if (!(o.sweep_variants || lab || v == configured.variant)) continue;
-    std::vector<Block> blocks{v == configured.variant ? configured.block
-                                                      : variants[v].default_block};
-    if (o.sweep_blocks) blocks = variants[v].blocks;
-    std::vector<MathMode> maths{configured.math};
-    if (o.sweep_math) maths = {MathMode::Precise, MathMode::Fast};
-    for (const Block& b : blocks)
-      for (MathMode m : maths) {
-        if (!block_refusal(variants[v], b, &device_info()).empty()) continue;
-        ResolvedStage cfg = configured;
-        cfg.variant = v, cfg.block = b, cfg.math = m;
-        out.push_back(cfg);
-      }
-  }
-  return out;
-}
-
-// The per-launch rows: every configuration of every selected stage, each timed on its own
-// (measure_stage), with its bandwidth against the device copy and, with --counters, its
-// hardware counters (collected after the timed runs, never inside them).
+// The per-launch rows: every configuration of every selected stage (ladder_configs: the
+// configured one, or the sweeps asked for; a playground's story needs every variant), each
+// timed on its own by measure_step, the ladder's one way of measuring a step, with its
+// bandwidth against the device copy and, with --counters, its hardware counters (collected
+// after the timed runs, never inside them).
 std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double copy_gbs,
                                    CounterCollector* counters, std::vector<std::string>& notes) {
   Runner& r = s.runner;
-  const MeasureOptions m = o.measure;
   std::vector<BenchRow> rows;
-  std::map<size_t, double> copy_at;  // copy bandwidth by size
+  CopyCeiling copy;
+  LadderSpec spec;
+  spec.every_variant = o.sweep_variants || s.lab != nullptr;
+  spec.every_block = o.sweep_blocks;
+  spec.both_math = o.sweep_math;
   for (size_t i = 0; i < r.stages().size(); ++i) {
     if (!selected(o.stages, r.stages()[i].op->def.name)) continue;
-    for (const ResolvedStage& cfg : bench_configs(r, i, o, s.lab != nullptr)) {
-      Measurement meas;
+    for (const ResolvedStage& cfg : ladder_configs(r, i, spec)) {
+      LadderStep step;
       try {
-        r.run_stage(i, &cfg);
-        meas = measure_stage(r, i, cfg, m);
+        step = measure_step(r, i, cfg, o.measure, counters, copy);
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::Refused) throw;
         std::cerr << "bench: skipped " << cfg.label() << ": " << e.what() << "\n";
         continue;
       }
+      const Measurement& meas = step.meas;
+      const CounterRun& cr = step.counters;
       if (meas.clock.moved()) notes.push_back(cfg.label() + ": " + meas.clock.note());
-      CounterRun cr;
-      if (counters) {
-        cr = collect_counters(r, *counters, i, &cfg);
-        if (!cr.report.ok) throw Error(ErrorKind::Unavailable, cr.report.why);
+      if (step.counted)
         notes.push_back(cfg.label() + ": counters in " + std::to_string(cr.report.passes) +
                         " passes, " + fmt("%.0f ms", cr.report.ms));
-      }
-      const double bytes = r.stage_bytes(i, &cfg);
-      // A copy that moves the same bytes (half read, half written) shares the stage's cache
-      // regime: at 1280x736 everything fits the H200's 60 MB L2, at 4K it does not.
-      const size_t half = std::max(size_t(1) << 20, size_t(bytes / 2) & ~size_t(255));
-      if (!copy_at.count(half)) copy_at[half] = measure_copy_bandwidth(half, 50);
       auto rates = [&](BenchRow& row) {
-        row.model_bytes = bytes;
-        row.gbs = bytes / (row.median_us * 1e-6) / 1e9;
+        row.model_bytes = step.model_bytes;
+        row.gbs = step.model_bytes / (row.median_us * 1e-6) / 1e9;
         row.pct_copy = 100 * row.gbs / copy_gbs;
-        row.pct_copy_same = 100 * row.gbs / copy_at[half];
+        row.pct_copy_same = 100 * row.gbs / step.copy_same_gbs;
       };
       const auto& L = meas.launches;
       for (size_t n = 0; n < L.size(); ++n) {
@@ -551,9 +524,12 @@ std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double cop
           row.has_counters = true;
           row.counters.range = cfg.label();
           row.counters.dram_read_bytes = row.counters.dram_write_bytes = 0;
+          row.counters.fp32_flops = row.counters.fp64_flops = 0;
           for (const CounterValues& v : cr.report.ranges) {
             row.counters.dram_read_bytes += v.dram_read_bytes;
             row.counters.dram_write_bytes += v.dram_write_bytes;
+            row.counters.fp32_flops += v.fp32_flops;
+            row.counters.fp64_flops += v.fp64_flops;
           }
         }
         rows.push_back(row);

@@ -95,9 +95,10 @@ bool has_text(const std::string& s, const std::string& part) {
 TEST_SUITE("cpu") {
   TEST_CASE("counters: the metric list, stall reasons and their words") {
     const std::vector<std::string>& m = counter_metrics();
-    CHECK(m.size() == 7 + stall_reasons().size());
+    CHECK(m.size() == 13 + stall_reasons().size());  // 7 figures, 6 FLOP counts, the stalls
     CHECK(m[0] == "sm__warps_active.avg.pct_of_peak_sustained_active");
     CHECK(m[6] == "gpu__time_duration.sum");
+    CHECK(m[9] == "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum");
     for (const std::string& r : stall_reasons()) {
       INFO(r);
       CHECK(stall_index(r) >= 7);
@@ -170,6 +171,12 @@ TEST_SUITE("cpu") {
     a[metric_index("sm__throughput.avg.pct_of_peak_sustained_elapsed")] = 30;
     a[metric_index("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")] = 90;
     a[metric_index("gpu__time_duration.sum")] = 4500;
+    a[metric_index("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum")] = 10;
+    a[metric_index("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum")] = 20;
+    a[metric_index("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum")] = 30;
+    a[metric_index("smsp__sass_thread_inst_executed_op_dadd_pred_on.sum")] = 1;
+    a[metric_index("smsp__sass_thread_inst_executed_op_dmul_pred_on.sum")] = 2;
+    a[metric_index("smsp__sass_thread_inst_executed_op_dfma_pred_on.sum")] = 3;
     a[stall_index("selected")] = 9;  // the largest, but not a stall
     a[stall_index("long_scoreboard")] = 5;
     a[stall_index("wait")] = 7;
@@ -210,6 +217,8 @@ TEST_SUITE("cpu") {
     CHECK(b.sm_throughput_pct == 30);
     CHECK(b.mem_throughput_pct == 90);
     CHECK(b.duration_ns == 4500);
+    CHECK(b.fp32_flops == 10 + 20 + 2 * 30);  // an FMA is two operations
+    CHECK(b.fp64_flops == 1 + 2 + 2 * 3);
     REQUIRE(b.top_stalls.size() == 3);
     CHECK(b.top_stalls[0].metric == "wait");
     CHECK(b.top_stalls[0].per_issue == 7);
@@ -223,6 +232,7 @@ TEST_SUITE("cpu") {
     CHECK(s.dram_read_bytes == 2e6);
     CHECK(std::isnan(s.l2_hit_pct));
     CHECK(std::isnan(s.duration_ns));
+    CHECK(std::isnan(s.fp32_flops));
     CHECK(s.top_stalls.empty());
   }
 

@@ -18,6 +18,12 @@ enum Metric {
   kSmThroughput,
   kMemThroughput,
   kDuration,
+  kFadd,
+  kFmul,
+  kFfma,
+  kDadd,
+  kDmul,
+  kDfma,
   kFirstStall
 };
 
@@ -41,6 +47,14 @@ const std::vector<std::string>& counter_metrics() {
         "sm__throughput.avg.pct_of_peak_sustained_elapsed",
         "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
         "gpu__time_duration.sum",
+        // Executed floating-point instructions by thread (predicated-off lanes excluded): the
+        // measured FLOPs of the roofline, as ncu's roofline section counts them.
+        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+        "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+        "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+        "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+        "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
     };
     for (const std::string& r : stall_reasons()) m.push_back(stall_metric(r));
     return m;
@@ -165,6 +179,8 @@ CounterReport CounterCollector::collect(const std::function<void(RangeSink& rang
     c.sm_throughput_pct = at(kSmThroughput);
     c.mem_throughput_pct = at(kMemThroughput);
     c.duration_ns = at(kDuration);
+    c.fp32_flops = at(kFadd) + at(kFmul) + 2 * at(kFfma);  // an FMA is two operations
+    c.fp64_flops = at(kDadd) + at(kDmul) + 2 * at(kDfma);
     const std::vector<std::string>& reasons = stall_reasons();
     for (size_t s = 0; s < reasons.size(); ++s) {
       const double x = at(kFirstStall + s);

@@ -44,6 +44,10 @@ struct CounterValues {
   double mem_throughput_pct =
       NAN;                   // gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
   double duration_ns = NAN;  // gpu__time_duration.sum (under the profiler: not a timing)
+  // FP32 and FP64 operations executed: fadd + fmul + 2 ffma (and d*) thread instructions,
+  // smsp__sass_thread_inst_executed_op_*_pred_on.sum; NaN where a metric is missing.
+  double fp32_flops = NAN;
+  double fp64_flops = NAN;
   std::vector<StallReason> top_stalls;  // the three largest, largest first
 };
 
