@@ -38,6 +38,7 @@ constexpr const char* kFooter =
     "  kernel-lab run --input photo.jpg --dump out/     each slot as out/<slot>.npy\n"
     "  kernel-lab run --graph --frames 100              the pipeline as one CUDA graph per frame\n"
     "  kernel-lab copy blur=v4_rows -o my_blur.cu        a built-in kernel to edit\n"
+    "  kernel-lab asm branch=v1_divergent --diff         its PTX, precise vs fast, side by side\n"
     "  kernel-lab check --kernel-file my_blur.cu --replace blur\n"
     "                                                   your kernel against the CPU reference\n"
     "                                                   (after a trial run in a child process;\n"
@@ -222,6 +223,49 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   copy->add_option("--out,-o", copy_o.out, "write here instead of stdout");
 
+  AsmOptions asm_o;
+  auto* asm_cmd = app.add_subcommand(
+      "asm",
+      "A kernel's PTX (embedded at build time: compute_87, our kernels of both math passes) or "
+      "SASS (--sass: cuobjdump on this binary, where the CUDA toolkit is installed), its "
+      "instruction mix (FP32, FP64, float<->double conversions, MUFU, loads and stores by "
+      "space...), and precise vs fast (--diff) or one variant against another (--against) side "
+      "by side, the differing lines marked. Which kernels a variant launches is guessed from "
+      "their names; --list shows an op's kernels and --kernel picks one");
+  asm_cmd->add_option("spec", asm_o.spec,
+                      "STAGE[=VARIANT] or PLAYGROUND[=VARIANT], e.g. branch=v1_divergent "
+                      "(default variant: the pipeline's)");
+  asm_cmd->add_option("--math", asm_o.math, "precise or fast")
+      ->check(CLI::IsMember({"precise", "fast"}))
+      ->capture_default_str();
+  asm_cmd->add_flag("--sass", asm_o.sass,
+                    "SASS instead of PTX: cuobjdump (built-in kernels) or nvdisasm "
+                    "(--kernel-file), found on PATH, $CUDA_HOME/bin or /usr/local/cuda/bin");
+  auto* asm_diff = asm_cmd->add_flag("--diff", asm_o.diff,
+                                     "precise and fast side by side, the differing lines marked");
+  asm_cmd
+      ->add_option("--against", asm_o.against,
+                   "STAGE=VARIANT: the first kernel(s) against this variant's, side by side")
+      ->excludes(asm_diff);
+  asm_cmd->add_option("--kernel", asm_o.kernel,
+                      "one function: its mangled name, its launch name (blur_v3_smem_tile<32,8>) "
+                      "or a part of its demangled name");
+  asm_cmd->add_option("--block", asm_o.block,
+                      "WxH: the instance of a kernel templated on its block (default: the "
+                      "variant's block)");
+  asm_cmd->add_flag("--list", asm_o.list, "list the op's functions (PTX) and exit");
+  asm_cmd->add_flag("--mix", asm_o.mix_only, "only the instruction mix, not the listing");
+  asm_cmd
+      ->add_option("--arch", asm_o.arch,
+                   "the SASS architecture, e.g. 87 or 90 (default: this GPU's, else the "
+                   "first in the binary); with --kernel-file, NVRTC's target")
+      ->check(CLI::Range(50, 200));
+  asm_cmd->add_option("--width", asm_o.width, "columns of each side in --diff / --against")
+      ->capture_default_str()
+      ->check(CLI::Range(20, 400));
+  asm_cmd->add_option("--kernel-file", asm_o.kernel_file,
+                      "a live kernel file instead: compiled here with NVRTC (no GPU needed)");
+
 #if defined(LAB_WITH_GUI)
   CommonOptions gui_c;
   ui::GuiOptions gui_o;
@@ -284,6 +328,7 @@ int run_cli(int argc, char** argv) {
     }
     if (*run) return cmd_run(run_c, run_o);
     if (*copy) return cmd_copy(copy_o);
+    if (*asm_cmd) return cmd_asm(asm_o);
 #if defined(LAB_WITH_GUI)
     if (*gui || app.get_subcommands().empty()) {
       const auto size = parse_wxh(gui_window);

@@ -66,6 +66,19 @@ struct CopyOptions {
   std::string out;  // file; empty: stdout
 };
 
+// asm: a kernel's PTX or SASS, its instruction mix, builds side by side (asm_command.cpp).
+struct AsmOptions {
+  std::string spec;  // STAGE[=VARIANT]
+  std::string math = "precise";
+  std::string kernel;       // one function: mangled, launch name or part of the demangled name
+  std::string block;        // WxH: the template instance of a block-templated kernel
+  std::string against;      // STAGE=VARIANT: A (spec) against B, in --math
+  std::string kernel_file;  // a live kernel instead (NVRTC's PTX, nvdisasm's SASS)
+  bool sass = false, diff = false, list = false, mix_only = false;
+  int arch = 0;    // SASS architecture (90); 0: this GPU's, else the first in the binary
+  int width = 60;  // one side's columns in --diff / --against
+};
+
 struct RunOptions {
   std::string dump;  // folder for <slot>.npy
   int frames = 1;
@@ -88,6 +101,7 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o);
 int cmd_bench(const CommonOptions& c, const BenchOptions& o);
 int cmd_run(const CommonOptions& c, const RunOptions& o);
 int cmd_copy(const CopyOptions& o);
+int cmd_asm(const AsmOptions& o);
 
 // --kernel-file / --replace: compiles the file (NVRTC) and, with a GPU, runs it once in a trial
 // child process (trial.h) on `frame` (null: a playground's generated inputs) under
