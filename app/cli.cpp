@@ -306,6 +306,26 @@ int run_cli(int argc, char** argv) {
                   "with --kernel-file: compile and run it again every N frames, as a user "
                   "pressing the button would (a scripted run prints the median time to installed)")
       ->check(CLI::Range(0, 1000000));
+  gui->add_option("--ladder", gui_o.ladder_stage,
+                  "run the ladder of this stage (or the playground's) once the first frame has "
+                  "run, as the Ladder panel's button does (with --counters, collecting them), "
+                  "its panel in front; a scripted run prints every step")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("a stage name") : std::string(); },
+          "STAGE"));
+  gui->add_option("--ladder-view", gui_o.ladder_view,
+                  "the Ladder panel's view: chart, roofline or table")
+      ->check(CLI::IsMember({"chart", "roofline", "table"}))
+      ->capture_default_str();
+  gui->add_option("--ab", gui_o.ab,
+                  "a scripted A/B compare: STAGE=VARIANT (or STAGE=fast, STAGE=precise) pins the "
+                  "stage as configured as A, switches it to that variant or math mode as B, "
+                  "compares them, and wipes between them in the viewport; a scripted run prints "
+                  "the figures");
+  gui->add_option("--code", gui_o.code,
+                  "open the Code panel on this stage's kernel: STAGE (its PTX, precise and fast "
+                  "side by side) or STAGE:sass (its SASS, where the CUDA toolkit's cuobjdump is "
+                  "found)");
   gui->add_option("--dump-texture", gui_o.dump_texture,
                   "after the last frame, write the viewport's output texture (as OpenGL holds "
                   "it) to this .npy: checks what interop wrote");

@@ -4,6 +4,7 @@
 
 #include <imgui.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <map>
@@ -12,14 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "ab_compare.h"
 #include "capture.h"
 #include "colormap.h"
 #include "diff.h"
 #include "gui.h"
 #include "interop.h"
+#include "ladder.h"
 #include "live.h"
 #include "measure.h"
 #include "minmax.h"
+#include "panel_code.h"
+#include "roofline.h"
 #include "runner.h"
 #include "trial.h"
 
@@ -47,6 +52,30 @@ struct SweepPoint {
   Block block;
   double us = 0;         // median GPU time of the stage, queued behind a GPU-side delay
   double occupancy = 0;  // theoretical, this GPU (first launch of the stage)
+};
+
+// A ladder's progress, written by the engine job (each step) and read by the UI thread (the
+// progress bar, and the hang report, which waits on the last step rather than the job's start).
+struct LadderProgressShared {
+  std::atomic<size_t> done{0}, total{0};
+  std::atomic<int64_t> last_step_ns{0};  // steady_clock, since its epoch
+  std::atomic<bool> stop{false};         // the user pressed "stop": ends after the step
+};
+
+// The ladder a job runs: every step of one stage (run_ladder), then, on a GPU, the roofline's
+// compute ceiling (an SGEMM) in the same run.
+struct LadderRequest {
+  size_t stage = 0;
+  LadderSpec spec;
+  CounterCollector* counters = nullptr;
+  std::shared_ptr<LadderProgressShared> progress;
+};
+
+// A/B compare (panel_ab.cpp): stage i with the pinned configuration A against its current one.
+struct AbRequest {
+  size_t stage = 0;
+  ResolvedStage a;
+  CounterCollector* counters = nullptr;
 };
 
 // What one engine job hands the UI: everything the panels show of a frame. Jobs run on a worker
@@ -86,6 +115,13 @@ struct FrameResult {
   std::vector<SweepPoint> sweep;
   bool compared = false;
   std::vector<StageDiff> diff;
+  std::optional<ResolvedStage> pinned;  // the configuration "pin A" asked for
+  std::shared_ptr<const AbCompare> ab;  // an A/B compare's result ...
+  std::string ab_error;                 // ... or why there is none
+  bool ladder_ran = false;              // a ladder was asked for: its result, or why there is none
+  std::shared_ptr<const Ladder> ladder;
+  RoofCeilings ceilings;  // measured after it (GPU); empty on the CPU
+  std::string ladder_error;
   std::string error;
   bool gpu_lost = false;
 };
@@ -107,10 +143,52 @@ struct JobInput {
   Staging* staging = nullptr;  // device copies for interop; null: host copies
   int probe_x = -1, probe_y = -1;
   int sweep_stage = -1;                  // time this stage with every allowed block of its variant
+  std::optional<LadderRequest> ladder;   // run a ladder after the frame
+  int pin_stage = -1;                    // hand back this stage's configuration (A/B's "pin A")
+  std::optional<AbRequest> ab;           // run an A/B compare after the frame
   MeasureOptions measure;                // how the frame is timed: as bench times it
   CounterCollector* counters = nullptr;  // collect hardware counters after the timed run
   bool simulate_fault = false;  // tests: throw a sticky CUDA error, as a faulting kernel would
   bool simulate_hang = false;   // tests: never return, as a frame with an endless kernel
+};
+
+// The Ladder panel (panel_ladder.cpp): what to run, the run in flight, its result and exports.
+struct LadderUi {
+  int stage = 0;  // index into the pipeline's stages
+  LadderSpec spec;
+  bool counters = false;   // collect hardware counters for each step (GPU, slower)
+  bool requested = false;  // the next job runs it
+  bool running = false;
+  std::shared_ptr<LadderProgressShared> progress = std::make_shared<LadderProgressShared>();
+  std::shared_ptr<const Ladder> result;
+  RoofCeilings ceilings;
+  std::string error;
+  int bars = 0;                // the bar chart shows 0: median time, 1: percent of the ceiling
+  int select_view = -1;        // a tab to bring to front once (0 chart, 1 roofline, 2 table)
+  bool orin_roof = true;       // the roofline also shows Orin's (estimated) roofs
+  char export_base[256] = {};  // where the exports go: <base>.csv, .json, .png
+  std::string note;            // the last export's result
+  // The chart's rectangle on screen, for the PNG export after the frame is rendered.
+  ImVec2 chart_min{0, 0}, chart_max{0, 0};
+  std::string png_path;  // set: write the chart after this frame's render
+};
+
+// The A/B panel (panel_ab.cpp) and the viewport's wipe and flicker.
+struct AbUi {
+  int stage = 0;
+  bool counters = false;
+  bool pin_requested = false, compare_requested = false, running = false;
+  std::optional<ResolvedStage> a;  // pinned
+  std::shared_ptr<const AbCompare> result;
+  std::string error;
+  int output = 0;             // which output the heat map shows
+  unsigned heat_texture = 0;  // |B - A| through the colormap (RGBA8)
+  int heat_w = 0, heat_h = 0;
+  const AbCompare* heat_of = nullptr;  // the result the texture was made from
+  // The viewport: 0 no comparison, 1 wipe, 2 flicker; against 0 the CPU reference, 1 pinned A.
+  int mode = 0, against = 0;
+  float wipe = 0.5f;  // the split, a fraction of the image's width
+  bool dragging_wipe = false;
 };
 
 struct UiState {
@@ -139,6 +217,7 @@ struct UiState {
   CounterRun counters;                      // the last collection (by launch), or why none
   std::vector<std::string> counter_stages;  // its stage names (counters.launches[n].stage)
   bool overlay = true;                      // draw the keypoints
+  bool tiles = true;                        // a playground's block tiles over its output
   int probe_x = -1, probe_y = -1;           // the pixel under the cursor
   std::string message;                      // the banner: errors, warnings
   std::string preset_path;
@@ -158,6 +237,9 @@ struct UiState {
   bool lab_dirty = false;
   std::string lab_loaded;  // the playground whose inputs the runner holds
   std::map<std::string, std::map<std::string, std::vector<float>>> lab_ms;
+  LadderUi ladder;
+  AbUi ab;
+  std::map<std::string, bool> panels;  // shown or hidden (the View menu), by window name
 };
 
 // A compile, its trial (a child process) and, when it passed, the load, on the live worker.
@@ -208,6 +290,7 @@ struct GuiApp {
   GuiOptions opt;
   UiState ui;
   LiveUi live;
+  CodeViewState code;              // the Code panel (PTX / SASS side by side)
   std::unique_ptr<Runner> runner;  // used by the engine job only
   std::unique_ptr<io::Capture> capture;
   std::future<FrameResult> job;  // the engine job in flight (destroyed, so joined, first)
@@ -267,6 +350,9 @@ struct GuiApp {
 
 // Adds a tooltip to the last item.
 void tip(const char* text);
+// A teaching panel's window (closable from its title bar or the View menu) and its stage combo
+// over the last frame's stages; false when there is nothing to draw (End() already called).
+bool stage_window_begin(GuiApp& app, const char* title, int& stage, const char* why);
 // Pushes a value into a bounded history.
 void push_history(std::vector<float>& h, float v);
 
@@ -277,7 +363,10 @@ void draw_timings_panel(GuiApp& app);
 void draw_occupancy_panel(GuiApp& app);
 void draw_diff_panel(GuiApp& app);
 void draw_device_panel(GuiApp& app);
+void draw_ladder_panel(GuiApp& app);
+void draw_ab_panel(GuiApp& app);
 void draw_live_panel(GuiApp& app);
+void draw_code_panel(GuiApp& app);
 // The live kernel: compile the editor's source on a worker; take a finished compile (installs
 // the kernel as its stage's "user" variant); note the first frame that ran it.
 void start_live_compile(GuiApp& app);

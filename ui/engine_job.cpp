@@ -23,11 +23,22 @@ void engine_frame(GuiApp& app, bool wait) {
     // The UI never waits on the GPU for long: a scripted run waits for its job up to the hang
     // limit, an interactive one not at all. A job still running past the limit is reported, and
     // the panels that show its results say they are stale.
-    const auto limit =
-        app.job_started + std::chrono::milliseconds(int64_t(1e3 * app.opt.hang_report_s));
-    const bool ready = app.job.wait_until(wait && app.stale.empty() ? limit : Clock::now()) ==
-                       std::future_status::ready;
+    // A ladder runs many steps in one job: it is hung only when no step ended for that long
+    // (a scripted run waits for the whole ladder, step by step).
+    const auto hang = std::chrono::milliseconds(int64_t(1e3 * app.opt.hang_report_s));
+    auto limit = app.job_started + hang;
+    bool ready = false;
+    for (;;) {
+      if (app.ui.ladder.running) {
+        const Clock::time_point step(Clock::duration(app.ui.ladder.progress->last_step_ns.load()));
+        limit = std::max(app.job_started, step) + hang;
+      }
+      ready = app.job.wait_until(wait && app.stale.empty() ? limit : Clock::now()) ==
+              std::future_status::ready;
+      if (ready || !wait || !app.ui.ladder.running || Clock::now() >= limit) break;
+    }
     if (!ready) {
+      if (app.ui.ladder.running && Clock::now() < limit) return;  // its steps are still ending
       const double s = std::chrono::duration<double>(Clock::now() - app.job_started).count();
       if (s >= app.opt.hang_report_s) {
         // Which launch it waits on: asked of the GPU once (its end events), not every frame.
@@ -45,6 +56,18 @@ void engine_frame(GuiApp& app, bool wait) {
   if (app.job.valid()) {
     FrameResult r = app.job.get();
     app.stale.clear();
+    // A ladder or an A/B compare ends with its job, even one that failed (a GPU fault too).
+    if (r.pinned) app.ui.ab.a = std::move(r.pinned), app.ui.ab.result.reset();
+    if (app.ui.ab.running) {
+      app.ui.ab.running = false;
+      app.ui.ab.error = r.ab || !r.ab_error.empty() ? r.ab_error : r.error;
+      if (r.ab) app.ui.ab.result = r.ab, app.ui.ab.heat_of = nullptr;
+    }
+    if (app.ui.ladder.running) {  // a job with a ladder ended: its result, or why none
+      app.ui.ladder.running = false;
+      app.ui.ladder.error = r.ladder_error.empty() && !r.ladder_ran ? r.error : r.ladder_error;
+      if (r.ladder) app.ui.ladder.result = r.ladder, app.ui.ladder.ceilings = r.ceilings;
+    }
     if (!r.error.empty()) app.ui.message = r.error;
     if (r.gpu_lost) {
       recover_gpu(app, r.error);
@@ -134,6 +157,35 @@ void engine_frame(GuiApp& app, bool wait) {
     app.ui.graph_dirty = false;
   }
   if (app.interop.available()) in.staging = &app.staging;
+  if (app.ui.ladder.requested && !app.view.slots.empty() && !in.pipeline &&
+      size_t(app.ui.ladder.stage) < app.view.stage_names.size()) {
+    LadderUi& L = app.ui.ladder;
+    if (L.counters && app.opt.backend == Backend::Cuda) {
+      if (!app.counters) app.counters = std::make_unique<CounterCollector>();
+      in.ladder = LadderRequest{size_t(L.stage), L.spec, app.counters.get(), L.progress};
+    } else {
+      in.ladder = LadderRequest{size_t(L.stage), L.spec, nullptr, L.progress};
+    }
+    L.progress->done = 0, L.progress->total = 0, L.progress->stop = false;
+    L.progress->last_step_ns = Clock::now().time_since_epoch().count();
+    L.requested = false, L.running = true;
+    L.error.clear();
+  }
+  if (!app.view.slots.empty() && !in.pipeline &&
+      size_t(app.ui.ab.stage) < app.view.stage_names.size()) {
+    AbUi& ab = app.ui.ab;
+    if (ab.pin_requested) in.pin_stage = ab.stage, ab.pin_requested = false;
+    if (ab.compare_requested && ab.a) {
+      CounterCollector* c = nullptr;
+      if (ab.counters && app.opt.backend == Backend::Cuda) {
+        if (!app.counters) app.counters = std::make_unique<CounterCollector>();
+        c = app.counters.get();
+      }
+      in.ab = AbRequest{size_t(ab.stage), *ab.a, c};
+      ab.compare_requested = false, ab.running = true;
+      ab.error.clear();
+    }
+  }
   in.sweep_stage = app.ui.sweep_requested;
   app.ui.sweep_requested = -1;
   in.probe_x = app.ui.probe_x, in.probe_y = app.ui.probe_y;
@@ -300,6 +352,40 @@ FrameResult run_job(Runner& r, JobInput in) {
       }
       out.sweep_stage = in.sweep_stage;
       r.run_stage(i);  // the configured block's output again
+    }
+    if (in.pin_stage >= 0 && size_t(in.pin_stage) < r.stages().size())
+      out.pinned = r.stages()[size_t(in.pin_stage)];
+    if (in.ab) {
+      try {
+        if (in.ab->stage >= r.stages().size() || r.skipped(in.ab->stage))
+          throw Error(ErrorKind::Usage, "A/B: the stage does not run in this pipeline");
+        out.ab = std::make_shared<AbCompare>(compare_ab(
+            r, in.ab->stage, in.ab->a, r.stages()[in.ab->stage], in.measure, in.ab->counters));
+      } catch (const CudaError&) {
+        throw;
+      } catch (const Error& e) {
+        out.ab_error = e.what();
+      }
+    }
+    if (in.ladder) {
+      out.ladder_ran = true;
+      LadderProgressShared& p = *in.ladder->progress;
+      try {
+        auto progress = [&p](size_t done, size_t total) {
+          p.done = done, p.total = total;
+          p.last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+          return !p.stop.load();
+        };
+        auto l = std::make_shared<Ladder>(run_ladder(r, in.ladder->stage, in.ladder->spec,
+                                                     in.measure, in.ladder->counters, progress));
+        // The roofline's compute ceiling, in the same run (tens of milliseconds).
+        if (r.backend() == Backend::Cuda) out.ceilings = measured_ceilings(l->copy_gbs);
+        out.ladder = std::move(l);
+      } catch (const CudaError&) {
+        throw;  // sticky or not, the frame's own handler decides
+      } catch (const Error& e) {
+        out.ladder_error = e.what();  // the frame is fine: only the ladder failed
+      }
     }
     if (in.compare) {
       for (size_t i = 0; i < r.stages().size(); ++i) {

@@ -10,6 +10,7 @@
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
+#include <imgui_internal.h>
 
 #include <execinfo.h>
 
@@ -21,6 +22,7 @@
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -37,6 +39,29 @@ void tip(const char* text) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text);
 }
 
+bool stage_window_begin(GuiApp& app, const char* title, int& stage, const char* why) {
+  ImGui::SetNextWindowBgAlpha(1.0f);  // it may open over the viewport: nothing shows through
+  if (!ImGui::Begin(title, &app.ui.panels[title])) {
+    ImGui::End();
+    return false;
+  }
+  const auto& names = app.view.stage_names;
+  if (names.empty()) {
+    ImGui::TextWrapped("Waiting for the first frame.");
+    ImGui::End();
+    return false;
+  }
+  stage = std::clamp(stage, 0, int(names.size()) - 1);
+  ImGui::SetNextItemWidth(160);
+  if (ImGui::BeginCombo("stage", names[size_t(stage)].c_str())) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (ImGui::Selectable(names[i].c_str(), int(i) == stage)) stage = int(i);
+    ImGui::EndCombo();
+  }
+  tip(why);
+  return true;
+}
+
 void push_history(std::vector<float>& h, float v) {
   if (h.size() >= kHistory) h.erase(h.begin());
   h.push_back(v);
@@ -44,43 +69,186 @@ void push_history(std::vector<float>& h, float v) {
 
 namespace {
 
+// The panels, in the View menu's order; the teaching views start hidden (they open over the
+// viewport when asked for), the rest shown.
+struct PanelInfo {
+  const char* name;
+  bool teaching;
+  const char* what;
+};
+constexpr PanelInfo kPanels[] = {
+    {"Pipeline", false, "the input or playground, stages, variants, blocks, math, presets"},
+    {"Viewport", false, "a slot through a colormap, the keypoints, the probe, wipe and flicker"},
+    {"Timings", false, "each launch's GPU time as bench measures it, counters on demand"},
+    {"Occupancy", false, "registers, shared memory, occupancy here and on Orin, block sweeps"},
+    {"Diff", false, "every stage's output against its CPU reference"},
+    {"Device", false, "the GPU, its limits and how images reach the screen"},
+    {"Live kernel", false, "write a kernel, compile it with NVRTC, run it in place of a stage"},
+    {"Ladder", true, "run every step of a stage: table, bar chart, roofline, exports"},
+    {"A/B", true, "pin a configuration, change anything, compare the two"},
+    {"Code", true, "PTX and SASS, precise and fast, side by side, with the instruction mix"},
+};
+
+bool& panel_shown(GuiApp& app, const char* name) {
+  auto it = app.ui.panels.find(name);
+  if (it == app.ui.panels.end()) {
+    bool teaching = false;
+    for (const PanelInfo& p : kPanels)
+      if (std::string(p.name) == name) teaching = p.teaching;
+    it = app.ui.panels.emplace(name, !teaching).first;
+  }
+  return it->second;
+}
+
+// The panels' visibility, kept in imgui.ini beside their positions ([KernelLab][Panels]).
+void register_panel_settings(GuiApp& app) {
+  ImGuiSettingsHandler h;
+  h.TypeName = "KernelLab";
+  h.TypeHash = ImHashStr("KernelLab");
+  h.UserData = &app;
+  h.ReadOpenFn = [](ImGuiContext*, ImGuiSettingsHandler*, const char* name) -> void* {
+    return std::string(name) == "Panels" ? reinterpret_cast<void*>(1) : nullptr;
+  };
+  h.ReadLineFn = [](ImGuiContext*, ImGuiSettingsHandler* self, void*, const char* line) {
+    GuiApp& a = *static_cast<GuiApp*>(self->UserData);
+    const char* eq = std::strrchr(line, '=');
+    if (!eq) return;
+    const std::string name(line, eq);
+    for (const PanelInfo& p : kPanels)
+      if (name == p.name) panel_shown(a, p.name) = std::atoi(eq + 1) != 0;
+  };
+  h.WriteAllFn = [](ImGuiContext*, ImGuiSettingsHandler* self, ImGuiTextBuffer* out) {
+    GuiApp& a = *static_cast<GuiApp*>(self->UserData);
+    out->appendf("[KernelLab][Panels]\n");
+    for (const PanelInfo& p : kPanels) out->appendf("%s=%d\n", p.name, panel_shown(a, p.name));
+    out->append("\n");
+  };
+  ImGui::GetCurrentContext()->SettingsHandlers.push_back(h);
+}
+
+void draw_menu(GuiApp& app) {
+  if (!ImGui::BeginMainMenuBar()) return;
+  if (ImGui::BeginMenu("View")) {
+    bool teaching = false;
+    for (const PanelInfo& p : kPanels) {
+      if (p.teaching && !teaching) ImGui::Separator(), teaching = true;
+      bool& shown = panel_shown(app, p.name);
+      if (ImGui::MenuItem(p.name, nullptr, &shown) && shown) ImGui::SetWindowFocus(p.name);
+      tip(p.what);
+    }
+    ImGui::EndMenu();
+  }
+  tip("show or hide panels; which are shown, and where, is kept between sessions (imgui.ini)");
+  ImGui::TextDisabled("%s", app.opt.backend == Backend::Cuda ? device_info().name.c_str()
+                                                             : "CPU references (no GPU)");
+  ImGui::EndMainMenuBar();
+}
+
 void draw_ui(GuiApp& app) {
+  if (!app.opt.ladder_stage.empty() && app.frames < 2) panel_shown(app, "Ladder") = true;
+  draw_menu(app);
   const ImGuiViewport* vp = ImGui::GetMainViewport();
-  const float side = std::min(460.0f, vp->WorkSize.x * 0.35f);
-  // A fixed first-run layout: controls on the left, the image on the right. imgui.ini keeps the
-  // user's changes.
-  ImGui::SetNextWindowPos(vp->WorkPos, ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(side, vp->WorkSize.y * 0.55f), ImGuiCond_FirstUseEver);
-  draw_pipeline_panel(app);
-  ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x, vp->WorkPos.y + vp->WorkSize.y * 0.55f),
-                          ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(side, vp->WorkSize.y * 0.45f), ImGuiCond_FirstUseEver);
-  draw_timings_panel(app);
-  ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + side, vp->WorkPos.y), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(vp->WorkSize.x - side, vp->WorkSize.y * 0.7f),
-                           ImGuiCond_FirstUseEver);
-  draw_viewport_panel(app);
-  const float bottom_y = vp->WorkPos.y + vp->WorkSize.y * 0.7f;
-  const float third = (vp->WorkSize.x - side) / 3;
-  ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + side, bottom_y), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(third, vp->WorkSize.y * 0.3f), ImGuiCond_FirstUseEver);
-  draw_occupancy_panel(app);
-  ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + side + third, bottom_y), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(third, vp->WorkSize.y * 0.3f), ImGuiCond_FirstUseEver);
-  draw_diff_panel(app);
-  ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + side + 2 * third, bottom_y),
-                          ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(third, vp->WorkSize.y * 0.3f), ImGuiCond_FirstUseEver);
-  draw_device_panel(app);
+  // Below the menu bar (the work area shrinks only from the frame after the bar is first drawn,
+  // too late for the first-run layout).
+  const float menu_h = ImGui::GetFrameHeight();
+  const ImVec2 at(vp->Pos.x, vp->Pos.y + menu_h), size(vp->Size.x, vp->Size.y - menu_h);
+  const float side = std::min(460.0f, size.x * 0.35f);
+  const float right = size.x - side, top_h = size.y * 0.7f, bottom_y = at.y + top_h;
+  // A fixed first-run layout: controls on the left, the image on the right, the tables below
+  // it (the occupancy table widest: its curves need 300 px at 1280x720 too). imgui.ini keeps
+  // the user's changes.
+  auto place = [](float x, float y, float w, float h) {
+    ImGui::SetNextWindowPos(ImVec2(x, y), ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_FirstUseEver);
+  };
+  if (panel_shown(app, "Pipeline"))
+    place(at.x, at.y, side, size.y * 0.55f), draw_pipeline_panel(app);
+  if (panel_shown(app, "Timings"))
+    place(at.x, at.y + size.y * 0.55f, side, size.y * 0.45f), draw_timings_panel(app);
+  if (panel_shown(app, "Viewport"))
+    place(at.x + side, at.y, right, top_h), draw_viewport_panel(app);
+  const float occ_w = right * 0.45f, diff_w = right * 0.3f;
+  if (panel_shown(app, "Occupancy"))
+    place(at.x + side, bottom_y, occ_w, size.y - top_h), draw_occupancy_panel(app);
+  if (panel_shown(app, "Diff"))
+    place(at.x + side + occ_w, bottom_y, diff_w, size.y - top_h), draw_diff_panel(app);
+  if (panel_shown(app, "Device"))
+    place(at.x + side + occ_w + diff_w, bottom_y, right - occ_w - diff_w, size.y - top_h),
+        draw_device_panel(app);
   // The editor opens collapsed on the right of the viewport's title bar, where it hides nothing:
   // the first view stays the image.
-  ImGui::SetNextWindowPos(
-      ImVec2(vp->WorkPos.x + side + (vp->WorkSize.x - side) * 0.45f, vp->WorkPos.y),
-      ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2((vp->WorkSize.x - side) * 0.55f, vp->WorkSize.y * 0.65f),
-                           ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowCollapsed(app.opt.kernel_file.empty(), ImGuiCond_FirstUseEver);
-  draw_live_panel(app);
+  if (panel_shown(app, "Live kernel")) {
+    place(at.x + side + right * 0.45f, at.y, right * 0.55f, size.y * 0.65f);
+    ImGui::SetNextWindowCollapsed(app.opt.kernel_file.empty(), ImGuiCond_FirstUseEver);
+    draw_live_panel(app);
+  }
+  // The teaching views open over the viewport, the size of it (--ladder brings the ladder to
+  // front at start).
+  if (panel_shown(app, "Ladder")) {
+    place(at.x + side, at.y, right, top_h);
+    if (!app.opt.ladder_stage.empty() && app.frames < 2) ImGui::SetNextWindowFocus();
+    draw_ladder_panel(app);
+  }
+  if (panel_shown(app, "A/B")) {
+    // Beside the viewport's lower part, so that a scripted A/B shows both the table and the
+    // wipe; the user moves it where they like.
+    place(at.x + side + right * 0.5f, at.y + size.y * 0.05f, right * 0.5f, size.y * 0.9f);
+    if (!app.opt.ab.empty() && app.frames < 2) ImGui::SetNextWindowFocus();
+    draw_ab_panel(app);
+  }
+  if (panel_shown(app, "Code")) {
+    place(at.x + side, at.y, right, top_h);
+    if (!app.opt.code.empty() && app.frames < 3) ImGui::SetNextWindowFocus();
+    draw_code_panel(app);
+  }
+}
+
+// --ab STAGE=B, one step per frame as a user would click: pin A, switch the stage to B, compare
+// once B has run, then wipe between them in the viewport.
+struct AbScript {
+  int step = 0;
+  uint64_t mark = 0;  // the frame count when B's pipeline went to the engine
+};
+
+void script_ab(GuiApp& app, AbScript& script) {
+  int& step = script.step;
+  AbUi& ab = app.ui.ab;
+  const std::string& spec = app.opt.ab;
+  const size_t eq = spec.find('=');
+  const std::string stage = spec.substr(0, eq),
+                    b = eq == std::string::npos ? "" : spec.substr(eq + 1);
+  const auto& names = app.view.stage_names;
+  const auto it = std::find(names.begin(), names.end(), stage);
+  if (step == 0) {
+    if (it == names.end() || b.empty()) {
+      app.ui.message = "--ab " + spec +
+                       ": expected STAGE=VARIANT (or STAGE=fast|precise) of a "
+                       "stage in this pipeline";
+      step = 5;
+      return;
+    }
+    ab.stage = int(it - names.begin());
+    ab.pin_requested = true;
+    panel_shown(app, "A/B") = true;
+    step = 1;
+  } else if (step == 1 && ab.a && !ab.pin_requested) {
+    StageConfig& st = app.ui.pipeline.stages.at(size_t(ab.stage));
+    if (b == "fast" || b == "precise") {
+      st.math = b == "fast" ? MathMode::Fast : MathMode::Precise;
+    } else {
+      st.variant = b;
+      st.block.reset();
+    }
+    app.ui.pipeline_dirty = true;
+    step = 2;
+  } else if (step == 2 && !app.ui.pipeline_dirty) {
+    script.mark = app.frames;
+    step = 3;
+  } else if (step == 3 && app.frames > script.mark + 1) {  // a frame of B has come back
+    ab.compare_requested = true;
+    ab.mode = 1, ab.against = 1;  // the viewport wipes between B and the pinned A
+    step = 4;
+  }
 }
 
 std::string& ini_path() {
@@ -188,6 +356,7 @@ int run_gui(const GuiOptions& opt) {
   if (opt.headless) {
     headless = std::make_unique<HeadlessGl>(opt.width, opt.height);
     init_imgui(opt.ui_scale > 0 ? opt.ui_scale : 1.0f, false);
+    register_panel_settings(app);
     ImGui::GetIO().DisplaySize = ImVec2(float(opt.width), float(opt.height));
   } else {
     if (!glfwInit())
@@ -208,6 +377,7 @@ int run_gui(const GuiOptions& opt) {
     float sx = 1, sy = 1;
     glfwGetWindowContentScale(window, &sx, &sy);
     init_imgui(opt.ui_scale > 0 ? opt.ui_scale : std::max(sx, sy), true);
+    register_panel_settings(app);
     ImGui_ImplGlfw_InitForOpenGL(window, true);
   }
   ImGui_ImplOpenGL3_Init("#version 330");
@@ -223,6 +393,9 @@ int run_gui(const GuiOptions& opt) {
   uint64_t ui_frames = 0, input_frames = 0;
   bool shot = false;  // the screenshot was written
   bool counters_asked = false;
+  bool ladder_asked = false;
+  AbScript ab_script;
+  bool code_asked = false;
   const auto run_start = std::chrono::steady_clock::now();
   try {
     for (int frame = 0; opt.frames == 0 || frame < opt.frames; ++frame, ++ui_frames) {
@@ -272,6 +445,36 @@ int run_gui(const GuiOptions& opt) {
       autosave_live(app, false);
       if (opt.counters && !counters_asked && app.frames > 0)
         app.ui.counters_requested = counters_asked = true;
+      if (!opt.ladder_stage.empty() && !ladder_asked && app.frames > 0) {
+        ladder_asked = true;
+        const auto& names = app.view.stage_names;
+        const auto it = std::find(names.begin(), names.end(), opt.ladder_stage);
+        if (it == names.end()) {
+          app.ui.message = "--ladder " + opt.ladder_stage + ": no such stage in this pipeline";
+        } else {
+          app.ui.ladder.stage = int(it - names.begin());
+          app.ui.ladder.counters = opt.counters;
+          app.ui.ladder.requested = true;
+          app.ui.ladder.select_view = opt.ladder_view == "roofline" ? 1
+                                      : opt.ladder_view == "table"  ? 2
+                                                                    : 0;
+        }
+      }
+      if (!opt.ab.empty() && app.frames > 0) script_ab(app, ab_script);
+      if (!opt.code.empty() && !code_asked && app.frames > 0) {
+        code_asked = true;
+        const size_t colon = opt.code.find(':');
+        const std::string stage = opt.code.substr(0, colon);
+        const auto& names = app.view.stage_names;
+        const auto it = std::find(names.begin(), names.end(), stage);
+        if (it == names.end()) {
+          app.ui.message = "--code " + opt.code + ": no such stage in this pipeline";
+        } else {
+          app.code.a_key = "S" + std::to_string(it - names.begin());
+          app.code.sass = colon != std::string::npos && opt.code.substr(colon + 1) == "sass";
+          panel_shown(app, "Code") = true;
+        }
+      }
       engine_frame(app, scripted);
       ImGui_ImplOpenGL3_NewFrame();
       ImGui::NewFrame();
@@ -281,6 +484,19 @@ int run_gui(const GuiOptions& opt) {
       glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
       glClear(GL_COLOR_BUFFER_BIT);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+      if (!app.ui.ladder.png_path.empty()) {  // the Ladder panel's "PNG": its chart, as drawn
+        LadderUi& L = app.ui.ladder;
+        const ImVec2 sc = ImGui::GetIO().DisplayFramebufferScale;
+        try {
+          write_screenshot_region(L.png_path, fb_w, fb_h, int(L.chart_min.x * sc.x),
+                                  int(L.chart_min.y * sc.y), int(L.chart_max.x * sc.x),
+                                  int(L.chart_max.y * sc.y));
+          L.note = "wrote " + L.png_path;
+        } catch (const Error& e) {
+          L.note = e.what();
+        }
+        L.png_path.clear();
+      }
       const bool last = opt.frames > 0 && frame == opt.frames - 1;
       if (last && !opt.screenshot.empty())
         write_screenshot(opt.screenshot, fb_w, fb_h), shot = true;
@@ -368,6 +584,45 @@ int run_gui(const GuiOptions& opt) {
         std::printf("gui: counters: %s\n", c.why.empty() ? "not collected" : c.why.c_str());
     }
   }
+  if (opt.frames > 0 && !opt.ladder_stage.empty()) {  // the ladder's steps, as bench prints
+    const LadderUi& L = app.ui.ladder;
+    if (L.result) {
+      std::printf("gui: ladder %s: %zu steps (%s)\n", L.result->op.c_str(), L.result->steps.size(),
+                  L.result->measured.c_str());
+      for (const LadderStep& st : L.result->steps)
+        std::printf("gui: ladder step %s %s %s median %.2f us, %.1f %% of ceiling\n",
+                    st.cfg.variant_def().name.c_str(), st.cfg.block.str().c_str(),
+                    math_name(st.cfg.math), st.median_us(), L.result->pct_of_ceiling(st));
+      if (L.ceilings.gflops > 0)
+        std::printf("gui: roofline ceilings: %s; %s\n", L.ceilings.gbs_what.c_str(),
+                    L.ceilings.gflops_what.c_str());
+    } else {
+      std::printf("gui: ladder: %s\n", L.running         ? "still running at the last frame"
+                                       : L.error.empty() ? "not run"
+                                                         : L.error.c_str());
+    }
+  }
+  if (opt.frames > 0 && !opt.ab.empty()) {  // the scripted A/B's figures
+    const AbUi& ab = app.ui.ab;
+    if (ab.result) {
+      const AbCompare& c = *ab.result;
+      std::printf(
+          "gui: A/B %s: A %s %s %s median %.2f us, B %s %s %s median %.2f us (B/A %.2f); "
+          "B against A max %.3g mean %.3g, %zu of %zu over the looser tolerance; A %s, "
+          "B %s against their references\n",
+          app.view.stage_names.at(c.stage).c_str(), c.a.step.cfg.variant_def().name.c_str(),
+          c.a.step.cfg.block.str().c_str(), math_name(c.a.step.cfg.math), c.a.step.median_us(),
+          c.b.step.cfg.variant_def().name.c_str(), c.b.step.cfg.block.str().c_str(),
+          math_name(c.b.step.cfg.math), c.b.step.median_us(),
+          c.b.step.median_us() / c.a.step.median_us(), c.a_vs_b.max_abs, c.a_vs_b.mean_abs,
+          c.a_vs_b.over, c.a_vs_b.count, c.a.vs_reference.pass() ? "within" : "OVER",
+          c.b.vs_reference.pass() ? "within" : "OVER");
+    } else {
+      std::printf("gui: A/B: %s\n", !ab.error.empty() ? ab.error.c_str()
+                                    : ab.running      ? "still running at the last frame"
+                                                      : "not compared");
+    }
+  }
   if (opt.frames > 0 && !opt.kernel_file.empty()) {
     const LiveBuild& b = app.live.last;
     std::printf(
@@ -402,7 +657,7 @@ int run_gui(const GuiOptions& opt) {
     io::write_npy(opt.dump_texture, t);
   }
   app.interop.reset();  // unregistered before the GL objects go
-  for (unsigned t : {app.texture, app.ref_texture})
+  for (unsigned t : {app.texture, app.ref_texture, app.ui.ab.heat_texture})
     if (t) glDeleteTextures(1, &t);
   if (app.kp_vbo) glDeleteBuffers(1, &app.kp_vbo);
   if (app.kp_vao) glDeleteVertexArrays(1, &app.kp_vao);

@@ -36,6 +36,17 @@ struct GuiOptions {
   double trial_timeout_s = 2.0;  // a new live kernel's trial run: its time limit ...
   bool trial_memcheck = false;   // ... and whether it runs under compute-sanitizer
   int live_recompile = 0;        // press "compile and run" again every N frames (the trial warm)
+  // Run the ladder of this stage once the first frame has run (as the Ladder panel's button
+  // does; with `counters`, collecting them), its panel in front on `ladder_view` (chart,
+  // roofline, table); a scripted run waits for it and prints its steps.
+  std::string ladder_stage;
+  std::string ladder_view = "chart";
+  // A scripted A/B: "STAGE=VARIANT" (or STAGE=fast, STAGE=precise) pins the stage as configured
+  // as A, switches it to that variant (or math mode) as B, compares them, and opens the A/B
+  // panel with the viewport wiping between the two.
+  std::string ab;
+  // Open the Code panel on this stage's kernel ("STAGE", or "STAGE:sass" for its SASS).
+  std::string code;
   // A hung frame is reported after this long (the Timings and Diff panels then say so).
   double hang_report_s = 5.0;
 };

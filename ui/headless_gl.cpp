@@ -56,16 +56,25 @@ HeadlessGl::~HeadlessGl() {
   if (display != EGL_NO_DISPLAY) eglTerminate(display);
 }
 
-void write_screenshot(const std::string& path, int w, int h) {
-  std::vector<uint8_t> px(size_t(w) * h * 4);
+void write_screenshot_region(const std::string& path, int w, int h, int x0, int y0, int x1,
+                             int y1) {
+  x0 = std::clamp(x0, 0, w), x1 = std::clamp(x1, x0, w);
+  y0 = std::clamp(y0, 0, h), y1 = std::clamp(y1, y0, h);
+  const int rw = x1 - x0, rh = y1 - y0;
+  if (rw == 0 || rh == 0) throw Error(ErrorKind::Data, "nothing to write to " + path);
+  std::vector<uint8_t> px(size_t(rw) * rh * 4);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
-  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+  glReadPixels(x0, h - y1, rw, rh, GL_RGBA, GL_UNSIGNED_BYTE, px.data());  // GL is bottom-up
   std::vector<uint8_t> flipped(px.size());
-  for (int y = 0; y < h; ++y)
-    std::copy(px.begin() + size_t(h - 1 - y) * w * 4, px.begin() + size_t(h - y) * w * 4,
-              flipped.begin() + size_t(y) * w * 4);
-  if (!stbi_write_png(path.c_str(), w, h, 4, flipped.data(), w * 4))
-    throw Error(ErrorKind::CantCreate, "cannot write the screenshot " + path);
+  for (int y = 0; y < rh; ++y)
+    std::copy(px.begin() + size_t(rh - 1 - y) * rw * 4, px.begin() + size_t(rh - y) * rw * 4,
+              flipped.begin() + size_t(y) * rw * 4);
+  if (!stbi_write_png(path.c_str(), rw, rh, 4, flipped.data(), rw * 4))
+    throw Error(ErrorKind::CantCreate, "cannot write the image " + path);
+}
+
+void write_screenshot(const std::string& path, int w, int h) {
+  write_screenshot_region(path, w, h, 0, 0, w, h);
 }
 
 }  // namespace lab::ui

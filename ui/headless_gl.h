@@ -26,5 +26,8 @@ struct HeadlessGl {
 // Reads the bound framebuffer (bottom-up in GL) and writes it top-down as PNG; throws
 // Error(CantCreate).
 void write_screenshot(const std::string& path, int w, int h);
+// The same for the rectangle [x0, x1) x [y0, y1) of a w x h framebuffer, in top-down pixel
+// coordinates (ImGui's), clamped to the framebuffer.
+void write_screenshot_region(const std::string& path, int w, int h, int x0, int y0, int x1, int y1);
 
 }  // namespace lab::ui

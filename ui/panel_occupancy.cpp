@@ -9,7 +9,8 @@
 namespace lab::ui {
 
 void draw_occupancy_panel(GuiApp& app) {
-  if (!ImGui::Begin("Occupancy")) {
+  // A horizontal scrollbar rather than squeezed columns or curves under 300 px.
+  if (!ImGui::Begin("Occupancy", nullptr, ImGuiWindowFlags_HorizontalScrollbar)) {
     ImGui::End();
     return;
   }
@@ -19,7 +20,7 @@ void draw_occupancy_panel(GuiApp& app) {
     return;
   }
   // The table takes what the curves below leave.
-  const float table_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - 190);
+  const float table_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - 220);
   // Achieved occupancy, where "measure counters" collected it for this frame's launches.
   const CounterRun& cr = app.ui.counters;
   auto achieved = [&](size_t n) -> double {
@@ -31,10 +32,12 @@ void draw_occupancy_panel(GuiApp& app) {
   if (!cr.report.why.empty()) ImGui::TextWrapped("achieved: %s", cr.report.why.c_str());
   if (ImGui::BeginTable("occ", 9,
                         ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders |
-                            ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY,
+                            ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY |
+                            ImGuiTableFlags_ScrollX,
                         ImVec2(0, table_h))) {
     const char* cols[] = {"kernel", "block",     "regs",     "smem",        "local",
                           "blk/SM", "occupancy", "achieved", "Orin (sm_87)"};
+    ImGui::TableSetupScrollFreeze(1, 1);
     for (const char* c : cols) ImGui::TableSetupColumn(c);
     ImGui::TableHeadersRow();
     for (size_t n = 0; n < app.view.launches.size(); ++n) {
@@ -121,7 +124,7 @@ void draw_occupancy_panel(GuiApp& app) {
     const std::string label =
         std::string(arch->name) + " (now " + std::to_string(sel.threads()) + " threads)";
     ImGui::PlotLines(label.c_str(), curve.data(), int(curve.size()), 0, nullptr, 0.0f, 1.0f,
-                     ImVec2(std::max(60.0f, ImGui::GetContentRegionAvail().x - 180), 50));
+                     ImVec2(std::max(300.0f, ImGui::GetContentRegionAvail().x - 180), 64));
     if (swept && arch == arch_limits(d.major, d.minor)) {
       // The measured times over this GPU's curve: x by threads per block as the curve, y from
       // the fastest (bottom) to the slowest (top) shape.

@@ -153,9 +153,19 @@ void lab_controls(GuiApp& app, const Op& op) {
   double ceiling_ms = 0;
   for (const VariantDef& v : op.def.variants)
     if (v.ceiling && ceiling.empty()) ceiling = v.name;
-  // The best (lowest median) configuration each variant ran with.
+  // The best (lowest median) configuration each variant ran with: from the last ladder of this
+  // playground when there is one (every step timed as bench times it), else from the frames.
+  const Ladder* ladder = app.ui.ladder.result && app.ui.ladder.result->op == op.def.name
+                             ? app.ui.ladder.result.get()
+                             : nullptr;
   auto best_ms = [&](const std::string& variant, std::string* config) {
     double best = 0;
+    if (ladder) {
+      for (const LadderStep& s : ladder->steps)
+        if (s.cfg.variant_def().name == variant && (best == 0 || s.median_us() < 1e3 * best))
+          best = s.median_us() / 1e3, *config = s.cfg.block.str() + " " + math_name(s.cfg.math);
+      return best;
+    }
     auto it = app.ui.lab_ms.find(variant);
     if (it == app.ui.lab_ms.end()) return best;
     for (const auto& [cfg, h] : it->second) {
@@ -190,8 +200,11 @@ void lab_controls(GuiApp& app, const Op& op) {
       ImGui::TableNextColumn();
       if (ms > 0) {
         ImGui::Text("%.3f ms", ms);
-        tip(("median time over the frames it ran (GPU: between CUDA events around its launches; "
-             "without a GPU: the CPU reference's wall time), best of the configurations tried: " +
+        tip(((ladder ? std::string("median time in the last ladder run (the Ladder panel: every "
+                                   "step timed as bench times it)")
+                     : std::string("median time over the frames it ran")) +
+             " (GPU: between CUDA events around its launches; without a GPU: the CPU "
+             "reference's wall time), best of the configurations tried: " +
              config)
                 .c_str());
       } else {

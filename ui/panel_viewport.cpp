@@ -4,7 +4,9 @@
 // interop when the GL context is on the GPU, else from host copies.
 #include <epoxy/gl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 
 #include "app_state.h"
@@ -32,13 +34,45 @@ const HostImage* reference_of(const GuiApp& app, const std::string& slot,
   return nullptr;
 }
 
-HostImage abs_difference(const HostImage& a, const HostImage& b) {
-  HostImage out(a.desc());
-  const auto x = a.view<float>(), y = b.view<float>();
-  auto o = out.view<float>();
-  for (int r = 0; r < a.desc().height; ++r)
-    for (int c = 0; c < a.desc().width; ++c) o.at(c, r) = std::abs(x.at(c, r) - y.at(c, r));
-  return out;
+// The output tile each block of a playground computed, from the grid of the launch that ran:
+// its size and the grid, when the shown slot is the playground's output and the kernel is ours.
+struct Tiles {
+  int w = 0, h = 0, gx = 0, gy = 0, threads = 0;
+  bool matmul = false;
+  std::string why;  // when there are none
+};
+
+Tiles tiles_of(const GuiApp& app, const std::string& slot) {
+  Tiles t;
+  const Op* op = playground_of(app.ui.pipeline);
+  if (!op || !app.view.lab) return t;
+  if (std::find(op->def.outputs.begin(), op->def.outputs.end(), slot) == op->def.outputs.end())
+    return t;
+  const int v = op->find_variant(app.view.lab_variant);
+  const LaunchRecord* rec = nullptr;
+  for (const LaunchRecord& l : app.view.launches)
+    if (l.func && !rec) rec = &l;
+  if (v < 0 || !rec) {
+    t.why = "a library call: its own tiles, not ours to show";
+    return t;
+  }
+  const ImageDesc& d = app.view.shown_desc;
+  const bool swap = op->def.variants[size_t(v)].grid_x_over_rows;
+  t.gx = int(swap ? rec->grid.y : rec->grid.x), t.gy = int(swap ? rec->grid.x : rec->grid.y);
+  if (t.gx < 1 || t.gy < 1) return t;
+  t.w = (d.width + t.gx - 1) / t.gx, t.h = (d.height + t.gy - 1) / t.gy;
+  t.threads = rec->threads();
+  t.matmul = op->def.name == "matmul";
+  return t;
+}
+
+// Pinned A's output of a slot from the last A/B compare, if the slot is one of its outputs.
+const HostImage* pinned_output(const GuiApp& app, const std::string& slot) {
+  const auto& ab = app.ui.ab.result;
+  if (!ab) return nullptr;
+  for (size_t k = 0; k < ab->output_names.size() && k < ab->a.outputs.size(); ++k)
+    if (ab->output_names[k] == slot) return &ab->a.outputs[k];
+  return nullptr;
 }
 
 GLuint compile(GLenum type, const char* src, std::string& log) {
@@ -306,6 +340,25 @@ void draw_viewport_panel(GuiApp& app) {
       "green, red: the best); from a GL buffer CUDA writes (interop), else uploaded from the "
       "host. Shown on slots of the NMS map's size");
 
+  // A second row: what is drawn over the image, and what it is compared with.
+  if (playground_of(app.ui.pipeline)) {
+    ImGui::Checkbox("tiles", &ui.tiles);
+    tip("the output tile each block computed, from the grid of the launch that ran (hover a "
+        "tile: its outputs, threads and, in matmul, the rows of A and columns of B it reads)");
+    ImGui::SameLine();
+  }
+  ImGui::SetNextItemWidth(90);
+  ImGui::Combo("compare", &ui.ab.mode, "none\0wipe\0flicker\0");
+  tip("show the output against another image of the same slot: wipe (drag the split line) or "
+      "flicker (twice a second)");
+  if (ui.ab.mode != 0) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(130);
+    ImGui::Combo("against", &ui.ab.against, "CPU reference\0pinned A\0");
+    tip("CPU reference: the last 'compare now' (Diff panel); pinned A: the last A/B compare's A "
+        "(A/B panel), when the slot is an output of its stage");
+  }
+
   // The engine job copies the slot chosen here for its next frame; until then the last one.
   const std::string& name = app.view.shown_name;
   const HostImage* gpu_out = nullptr;
@@ -313,9 +366,28 @@ void draw_viewport_panel(GuiApp& app) {
   // The output texture was written when the result arrived; the reference and difference views
   // go up from the host when what they show changes.
   bool use_ref = false;
+  // Wipe or flicker: the other image in the second texture, the output in the first.
+  const HostImage* other = ui.ab.mode == 0 || ui.view != 0 ? nullptr
+                           : ui.ab.against == 0            ? ref
+                                                           : pinned_output(app, name);
+  if (other && other->desc() != app.view.shown_desc) other = nullptr;
+  if (other) {
+    const std::string key = std::to_string(app.result_gen) + "/cmp" +
+                            std::to_string(ui.ab.against) + "/" + std::to_string(int(ui.cmap)) +
+                            "/" + std::to_string(ui.lo) + "/" + std::to_string(ui.hi) + "/" +
+                            std::to_string(reinterpret_cast<uintptr_t>(other));
+    if (key != app.uploaded || !app.ref_texture)
+      upload(app, {&app.ref_texture, &app.ref_w, &app.ref_h, &app.ref_float}, *other,
+             {ui.lo, ui.hi});
+    app.uploaded = key;
+  } else if (ui.ab.mode != 0 && ui.view == 0) {
+    ImGui::TextUnformatted(ui.ab.against == 0
+                               ? "nothing to compare with yet: press 'compare now' (Diff panel)"
+                               : "nothing to compare with: no A/B compare of this slot's stage");
+  }
   if (ui.view != 0 && ref &&
-      (ui.view == 1 ||
-       (gpu_out && gpu_out->desc() == ref->desc() && ref->desc().type == PixelType::F32))) {
+      (ui.view == 1 || (gpu_out && gpu_out->desc() == ref->desc() &&
+                        ref->desc().type == PixelType::F32 && ref->desc().channels == 1))) {
     const std::string key = std::to_string(app.result_gen) + "/" + std::to_string(ui.view) + "/" +
                             std::to_string(int(ui.cmap)) + "/" + std::to_string(ui.auto_range);
     const HostImage shown = ui.view == 1 ? HostImage(*ref) : abs_difference(*gpu_out, *ref);
@@ -362,12 +434,56 @@ void draw_viewport_panel(GuiApp& app) {
   if (tfloat) dl->AddCallback(use_colormap, &app);
   ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(tex)), size);
   if (tfloat) dl->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
+  float split_x = -1;  // the wipe's line, on screen
+  if (other && app.ref_texture && !use_ref) {
+    const ImTextureID id = reinterpret_cast<ImTextureID>(static_cast<intptr_t>(app.ref_texture));
+    // Flicker: the other image for half of each second, over the whole output.
+    const bool flick_on = std::fmod(ImGui::GetTime(), 1.0) >= 0.5;
+    const float from = ui.ab.mode == 1 ? ui.ab.wipe : flick_on ? 0.0f : 1.0f;
+    if (from < 1.0f) {
+      if (app.ref_float) dl->AddCallback(use_colormap, &app);
+      dl->AddImage(id, ImVec2(origin.x + size.x * from, origin.y),
+                   ImVec2(origin.x + size.x, origin.y + size.y), ImVec2(from, 0), ImVec2(1, 1));
+      if (app.ref_float) dl->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
+    }
+    const char* left = ui.ab.against == 0 ? "GPU" : "B (now)";
+    const char* right = ui.ab.against == 0 ? "CPU reference" : "A (pinned)";
+    const ImU32 label = IM_COL32(255, 255, 255, 255), shade = IM_COL32(0, 0, 0, 170);
+    auto tag = [&](ImVec2 at, const char* text) {
+      const ImVec2 ts = ImGui::CalcTextSize(text);
+      dl->AddRectFilled(at, ImVec2(at.x + ts.x + 8, at.y + ts.y + 4), shade);
+      dl->AddText(ImVec2(at.x + 4, at.y + 2), label, text);
+    };
+    if (ui.ab.mode == 1) {
+      split_x = origin.x + size.x * ui.ab.wipe;
+      dl->AddLine(ImVec2(split_x, origin.y), ImVec2(split_x, origin.y + size.y), label, 2.0f);
+      tag(ImVec2(std::max(child_origin.x, origin.x) + 4, child_origin.y + 4), left);
+      tag(ImVec2(split_x + 4, child_origin.y + 4), right);
+    } else {
+      tag(ImVec2(child_origin.x + 4, child_origin.y + 4), flick_on ? right : left);
+    }
+  }
   const ImageDesc& space = app.view.keypoint_space;
   if (ui.overlay && app.view.keypoints_k > 0 && app.kp_vao && tw == space.width &&
       th == space.height) {
     g_overlay = {&app, origin.x, origin.y, scale};
     dl->AddCallback(draw_keypoints, nullptr);
     dl->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
+  }
+  const Tiles tiles = ui.tiles && !use_ref ? tiles_of(app, name) : Tiles{};
+  if (tiles.w > 0 && (tiles.gx > 1 || tiles.gy > 1)) {
+    // Lines closer than 4 screen pixels would only grey the image: then only the hover says.
+    const ImU32 line = IM_COL32(255, 255, 255, 110);
+    if (float(tiles.w) * scale >= 4)
+      for (int k = 1; k < tiles.gx; ++k) {
+        const float x = origin.x + float(k * tiles.w) * scale;
+        dl->AddLine(ImVec2(x, origin.y), ImVec2(x, origin.y + size.y), line);
+      }
+    if (float(tiles.h) * scale >= 4)
+      for (int k = 1; k < tiles.gy; ++k) {
+        const float y = origin.y + float(k * tiles.h) * scale;
+        dl->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + size.x, y), line);
+      }
   }
   // An invisible button over the whole panel owns the mouse, so dragging pans the image
   // instead of moving the window.
@@ -378,8 +494,15 @@ void draw_viewport_panel(GuiApp& app) {
     const ImGuiIO& io = ImGui::GetIO();
     if (io.MouseWheel != 0)
       ui.zoom = std::clamp(ui.zoom * std::pow(1.15f, io.MouseWheel), 0.1f, 64.0f);
-    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left))
-      ui.pan.x += io.MouseDelta.x, ui.pan.y += io.MouseDelta.y;
+    // A drag that starts on the wipe's line moves the line; elsewhere it pans.
+    if (ImGui::IsItemClicked(ImGuiMouseButton_Left))
+      ui.ab.dragging_wipe = split_x >= 0 && std::fabs(io.MousePos.x - split_x) < 6;
+    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+      if (ui.ab.dragging_wipe && size.x > 0)
+        ui.ab.wipe = std::clamp((io.MousePos.x - origin.x) / size.x, 0.0f, 1.0f);
+      else
+        ui.pan.x += io.MouseDelta.x, ui.pan.y += io.MouseDelta.y;
+    }
     const int px = int(std::floor((io.MousePos.x - origin.x) / scale));
     const int py = int(std::floor((io.MousePos.y - origin.y) / scale));
     const ImageDesc& d = app.view.shown_desc;
@@ -392,6 +515,27 @@ void draw_viewport_panel(GuiApp& app) {
       text = app.view.probe_x == px && app.view.probe_y == py
                  ? probe_value_text(app.view.probe_value, same, px, py)
                  : "(" + std::to_string(px) + ", " + std::to_string(py) + ")\nreading...";
+    }
+    if (tiles.w > 0 && px >= 0 && py >= 0 && px < app.view.shown_desc.width &&
+        py < app.view.shown_desc.height) {
+      const int bx = px / tiles.w, by = py / tiles.h;
+      const int x0 = bx * tiles.w, y0 = by * tiles.h;
+      const int x1 = std::min(x0 + tiles.w, app.view.shown_desc.width);
+      const int y1 = std::min(y0 + tiles.h, app.view.shown_desc.height);
+      char buf[400];
+      std::snprintf(buf, sizeof buf,
+                    "\nblock (%d, %d) of %d x %d: outputs x %d..%d, y %d..%d (%d x %d), %d "
+                    "threads, %.1f outputs each",
+                    bx, by, tiles.gx, tiles.gy, x0, x1 - 1, y0, y1 - 1, tiles.w, tiles.h,
+                    tiles.threads, double(tiles.w) * tiles.h / std::max(1, tiles.threads));
+      text += buf;
+      if (tiles.matmul) {
+        std::snprintf(buf, sizeof buf,
+                      "\nit reads rows %d..%d of A and columns %d..%d of B (all of K) once for "
+                      "its %d outputs",
+                      y0, y1 - 1, x0, x1 - 1, (x1 - x0) * (y1 - y0));
+        text += buf;
+      }
     }
     if (!text.empty()) ImGui::SetTooltip("%s", text.c_str());
   }

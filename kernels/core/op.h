@@ -124,6 +124,9 @@ struct VariantDef {
   int live_px = 1, live_rows = 1;
   // A live (NVRTC-compiled) variant: the runner launches it through launch_live().
   std::shared_ptr<const LiveKernel> live;
+  // The viewport's tile overlay (the output tile each block computed) takes the launch's grid.x
+  // across the output's width and grid.y down its height; set when grid.x runs down the rows.
+  bool grid_x_over_rows = false;
 };
 
 // Playgrounds (kernels/lab/): an op that is a pipeline of its own, over inputs made from a size

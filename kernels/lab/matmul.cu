@@ -732,7 +732,11 @@ OpDef matmul_op() {
       "loads by the tile width, register blocking cuts shared-memory loads by the outputs per "
       "thread, float4 loads cut instructions, and warp tiling with double buffering keeps the "
       "FMA pipes busy across the barriers. cuBLAS is the ceiling: compare each step's TFLOP/s "
-      "with it.";
+      "with it. The viewport draws the output tile each block computed (from the grid of the "
+      "launch that ran; hover a tile): the steps are mostly about that tile, since a block that "
+      "computes a BM x BN tile reads BM rows of A and BN columns of B once for BM x BN outputs, "
+      "so the bigger the tile, the fewer bytes per FMA. The values themselves are random inputs' "
+      "sums: noise, hence the tiles.";
   op.flops = matmul_flops;
   // clang-format off
   op.default_variant = "v7_warptile";
@@ -787,6 +791,7 @@ OpDef matmul_op() {
   op.variants[7].expect =
       "The ceiling: NVIDIA's tuned FP32 SGEMM (no tensor cores, no TF32); ~50 TFLOP/s at 4096^3 "
       "on an H200, ~75% of the FP32 FMA peak.";
+  op.variants[0].grid_x_over_rows = true;  // threadIdx.x along M: its grid.x runs down C
   return op;
 }
 
