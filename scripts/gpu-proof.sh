@@ -56,6 +56,22 @@ want toy && {  # adding an op is one file and one line: the toy op, checked and 
   step "$here/toy_op_test.sh" "$here/bin/kernel-lab-toy"
   step "$here/bin/kernel-lab-toy" check --lab toy --size 1000
 } 2>&1 | tee "$out/toy.log"
+want teach && {  # the teaching views (issue 17): screenshots and scripted figures, GUI first
+  step "$lab" gui --headless --frames 40 --window 1600x900 --lab matmul --size 2048x2048x2048 --ladder matmul --screenshot "$out/teach-ladder.png"
+  step "$lab" gui --headless --frames 40 --window 1600x900 --lab matmul --size 1024x1024x1024 --ladder matmul --counters --ladder-view roofline --screenshot "$out/teach-roofline.png"
+  step "$lab" gui --headless --frames 40 --window 1280x720 --input "$LAB_DATA_DIR/box_in_scene.png" --ladder blur --counters --ladder-view table
+  step "$lab" gui --headless --frames 40 --window 1600x900 --lab branch --size 2^22 --ab branch=fast --screenshot "$out/teach-ab.png"
+  step "$lab" gui --headless --frames 40 --window 1600x900 --lab math --ladder math --ladder-view chart --screenshot "$out/teach-math.png"
+  step "$lab" gui --headless --frames 40 --window 1280x720 --input "$LAB_DATA_DIR/box_in_scene.png" --screenshot "$out/teach-1280x720.png"
+  step "$lab" bench --lab math --sweep-math --reps 50
+  step "$lab" check --lab math
+  step "$lab" gui --headless --frames 200 --window 1600x900 --lab math --variant math=v1_double_literal --code math:sass --screenshot "$out/teach-sass.png"
+  step "$lab" gui --headless --frames 60 --window 1600x900 --lab branch --code branch --variant branch=v1_divergent --screenshot "$out/teach-ptx.png"
+  step "$lab" asm math=v1_double_literal --sass --mix
+  step "$lab" asm math=v2_float_literal --sass --mix
+  step "$lab" asm math=v3_libm --sass --diff --mix
+  step "$lab" asm branch=v1_divergent --sass --diff --mix
+} 2>&1 | tee "$out/teach.log"
 want gputests && {  # the GPU suite alone (the tests section runs it with the rest)
   step "$here/bin/lab_tests" --test-suite=gpu
 } 2>&1 | tee "$out/gputests.log" | grep -E "^===|test cases|assertions|ERROR|FAILED"
