@@ -111,15 +111,16 @@ inline double math_step_b(double x) {
 
 // Bilinear sample, coordinates clamped to the image (align_corners=False pixel centres).
 template <class T>
-LAB_HD T math_bilinear(const float* img, T x, T y) {
+LAB_HD T math_bilinear(const ImageView<const float>& img, T x, T y) {
   x = x < T(0) ? T(0) : (x > T(MATH_W - 1) ? T(MATH_W - 1) : x);
   y = y < T(0) ? T(0) : (y > T(MATH_H - 1) ? T(MATH_H - 1) : y);
   int x0 = int(x), y0 = int(y);
   if (x0 > MATH_W - 2) x0 = MATH_W - 2;  // x = W - 1: the last cell, fx = 1
   if (y0 > MATH_H - 2) y0 = MATH_H - 2;
   const T fx = x - T(x0), fy = y - T(y0);
-  const float* r0 = img + y0 * MATH_W + x0;
-  const float* r1 = r0 + MATH_W;
+  // Rows by the view's pitch: on the device an image's rows are padded.
+  const float* r0 = img.row(y0) + x0;
+  const float* r1 = img.row(y0 + 1) + x0;
   const T top = T(r0[0]) + fx * (T(r0[1]) - T(r0[0]));
   const T bot = T(r1[0]) + fx * (T(r1[1]) - T(r1[0]));
   return top + fy * (bot - top);
@@ -176,7 +177,7 @@ inline void math_reference_b(const StageArgs& s) {
 // (c): the coordinates and the interpolation in double (angle converted exactly).
 inline void math_reference_c(const StageArgs& s) {
   const MathArrays a = math_arrays(s);
-  const float* img = s.in[1].view<const float>().row(0);
+  const ImageView<const float> img = s.in[1].view<const float>();
   const float* kps = s.in[2].view<const float>().row(0);
   for (long long i = 0; i < a.n; ++i) {
     const float* kp = kps + (i / MATH_GROUP) * MATH_KP;
@@ -241,15 +242,15 @@ constexpr double MATH_D_REL = 0.5 * 64.0 / double(1 << 24) * 1.0001 + 5.0 / doub
 
 // The largest |I(x+1, y) - I(x, y)| + |I(x, y+1) - I(x, y)| around (x, y): a bilinear sample
 // moves by at most this times the larger shift of its coordinates (within a pixel).
-inline double math_slope(const float* img, double x, double y) {
+inline double math_slope(const ImageView<const float>& img, double x, double y) {
   const int xi = int(std::floor(std::clamp(x, 0.0, double(MATH_W - 1))));
   const int yi = int(std::floor(std::clamp(y, 0.0, double(MATH_H - 1))));
   double gx = 0, gy = 0;
   for (int yy = std::max(0, yi - 1); yy <= std::min(MATH_H - 1, yi + 2); ++yy)
     for (int xx = std::max(0, xi - 1); xx <= std::min(MATH_W - 1, xi + 2); ++xx) {
-      const float v = img[yy * MATH_W + xx];
-      if (xx + 1 < MATH_W) gx = std::max(gx, double(std::abs(img[yy * MATH_W + xx + 1] - v)));
-      if (yy + 1 < MATH_H) gy = std::max(gy, double(std::abs(img[(yy + 1) * MATH_W + xx] - v)));
+      const float v = img.at(xx, yy);
+      if (xx + 1 < MATH_W) gx = std::max(gx, double(std::abs(img.at(xx + 1, yy) - v)));
+      if (yy + 1 < MATH_H) gy = std::max(gy, double(std::abs(img.at(xx, yy + 1) - v)));
     }
   return gx + gy;
 }
@@ -277,7 +278,7 @@ inline DiffStats math_compare(const CompareArgs& c) {
     const double lim = double(iters) * (step + 4.0 * FLT_MIN);
     for (long long i = 0; i < n; ++i) acc.add(got[i], ref[i], lim, slot, int(i), 0);
   } else if (r == math_reference_c) {
-    const float* img = (*c.in)[1].view<const float>().row(0);
+    const ImageView<const float> img = (*c.in)[1].view<const float>();
     const float* kps = (*c.in)[2].view<const float>().row(0);
     for (long long i = 0; i < n; ++i) {
       const float* kp = kps + (i / MATH_GROUP) * MATH_KP;
@@ -371,7 +372,7 @@ __global__ void math_v4_intrinsics_kernel(const float* __restrict__ in, float* _
 // (c) One sample per thread: 64 consecutive threads share a keypoint (its five floats are one
 // broadcast load per warp).
 template <bool INTRINSICS>
-__global__ void math_coords_kernel(const float* __restrict__ img, const float* __restrict__ kps,
+__global__ void math_coords_kernel(ImageView<const float> img, const float* __restrict__ kps,
                                    float* __restrict__ out, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -437,7 +438,7 @@ static void math_launch_coords(LaunchContext& ctx, const StageArgs& a) {
   const int n = int(array_len(a.in[0].desc));
   launch(ctx, INTRINSICS ? "math_v6_coords_intrinsics" : "math_v5_coords_libm",
          math_coords_kernel<INTRINSICS>, dim3(math_grid(n, a.block)), dim3(a.block.x), 0,
-         a.in[1].view<const float>().row(0), a.in[2].view<const float>().row(0),
+         a.in[1].view<const float>(), a.in[2].view<const float>().row(0),
          a.out[0].view<float>().row(0), n);
 }
 
