@@ -317,6 +317,9 @@ int run_cli(int argc, char** argv) {
                   "the Ladder panel's view: chart, roofline or table")
       ->check(CLI::IsMember({"chart", "roofline", "table"}))
       ->capture_default_str();
+  gui->add_option("--ladder-export", gui_o.ladder_export,
+                  "with --ladder: once it is done, write BASE.csv, BASE.json and the chart shown "
+                  "as BASE.png (the panel's export buttons)");
   gui->add_option("--ab", gui_o.ab,
                   "a scripted A/B compare: STAGE=VARIANT (or STAGE=fast, STAGE=precise) pins the "
                   "stage as configured as A, switches it to that variant or math mode as B, "

@@ -64,7 +64,10 @@ want teach && {  # the teaching views (issue 17): screenshots and scripted figur
   step "$lab" gui --headless --frames 40 --window 1600x900 --lab math --ladder math --ladder-view chart --screenshot "$out/teach-math.png"
   step "$lab" gui --headless --frames 40 --window 1280x720 --input "$LAB_DATA_DIR/box_in_scene.png" --screenshot "$out/teach-1280x720.png"
   step "$lab" bench --lab math --sweep-math --reps 50
+  step "$lab" bench --lab math --size 2^22 --reps 50
   step "$lab" check --lab math
+  step "$san" --tool memcheck --error-exitcode 99 "$lab" check --lab math --size 4099 --quick
+  step "$san" --tool initcheck --error-exitcode 99 "$lab" check --lab math --size 4099 --quick
   step "$lab" gui --headless --frames 200 --window 1600x900 --lab math --variant math=v1_double_literal --code math:sass --screenshot "$out/teach-sass.png"
   step "$lab" gui --headless --frames 60 --window 1600x900 --lab branch --code branch --variant branch=v1_divergent --screenshot "$out/teach-ptx.png"
   step "$lab" asm math=v1_double_literal --sass --mix

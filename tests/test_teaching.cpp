@@ -1,9 +1,12 @@
 // The teaching views' engine: the ladder (every step of a stage, measured as bench measures it)
 // and its exports, the roofline's maths, A/B compare; and the GUI's Ladder and A/B requests.
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -194,9 +197,13 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("gui: --ladder runs every step headless and prints them; a wrong stage is said") {
+    const std::string base =
+        (std::filesystem::temp_directory_path() / ("lab_ladder_" + std::to_string(::getpid())))
+            .string();
     const Result r = lab_cli(
         "gui --headless --frames 8 --device cpu --lab matmul --size 17x13x5 --ladder matmul "
-        "--ladder-view roofline");
+        "--ladder-view roofline --ladder-export " +
+        base);
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(has(r, "gui: ladder matmul: 8 steps"));
@@ -206,6 +213,16 @@ TEST_SUITE("cpu") {
       ++steps;
     CHECK(steps == 8);
     CHECK(has(r, "gui: ladder step cublas"));
+    // The exports: the table twice and the roofline as drawn.
+    std::ifstream csv(base + ".csv"), json(base + ".json");
+    std::string line;
+    size_t rows = 0;
+    while (std::getline(csv, line)) ++rows;
+    CHECK(rows == 9);  // a header and 8 steps
+    const nlohmann::json j = nlohmann::json::parse(json);
+    CHECK(j["steps"].size() == 8);
+    CHECK(std::filesystem::file_size(base + ".png") > 1000);
+    for (const char* ext : {".csv", ".json", ".png"}) std::filesystem::remove(base + ext);
 
     const Result wrong =
         lab_cli("gui --headless --frames 4 --device cpu --lab branch --size 17 --ladder harris");

@@ -364,6 +364,9 @@ void draw_occupancy_panel(GuiApp& app);
 void draw_diff_panel(GuiApp& app);
 void draw_device_panel(GuiApp& app);
 void draw_ladder_panel(GuiApp& app);
+// Writes the ladder's table as <base>.csv and .json, and asks for its chart as <base>.png (written
+// after the frame renders); the result in ui.note.
+void export_ladder(LadderUi& ui, const std::string& base, bool csv, bool json, bool png);
 void draw_ab_panel(GuiApp& app);
 void draw_live_panel(GuiApp& app);
 void draw_code_panel(GuiApp& app);

@@ -393,7 +393,7 @@ int run_gui(const GuiOptions& opt) {
   uint64_t ui_frames = 0, input_frames = 0;
   bool shot = false;  // the screenshot was written
   bool counters_asked = false;
-  bool ladder_asked = false;
+  bool ladder_asked = false, ladder_exported = false;
   AbScript ab_script;
   bool code_asked = false;
   const auto run_start = std::chrono::steady_clock::now();
@@ -460,7 +460,15 @@ int run_gui(const GuiOptions& opt) {
                                                                     : 0;
         }
       }
+      // --ladder-export: once the ladder is in and its chart has been drawn.
+      if (!opt.ladder_export.empty() && !ladder_exported && app.ui.ladder.result &&
+          app.ui.ladder.chart_max.x > app.ui.ladder.chart_min.x) {
+        ladder_exported = true;
+        export_ladder(app.ui.ladder, opt.ladder_export, true, true, true);
+      }
       if (!opt.ab.empty() && app.frames > 0) script_ab(app, ab_script);
+      if (scripted && !opt.code.empty())  // reproducible: the SASS the panel asked for is in
+        for (auto& run : app.code.sass_runs) run.second.wait_for(std::chrono::seconds(60));
       if (!opt.code.empty() && !code_asked && app.frames > 0) {
         code_asked = true;
         const size_t colon = opt.code.find(':');
@@ -593,6 +601,7 @@ int run_gui(const GuiOptions& opt) {
         std::printf("gui: ladder step %s %s %s median %.2f us, %.1f %% of ceiling\n",
                     st.cfg.variant_def().name.c_str(), st.cfg.block.str().c_str(),
                     math_name(st.cfg.math), st.median_us(), L.result->pct_of_ceiling(st));
+      if (!opt.ladder_export.empty()) std::printf("gui: ladder export: %s\n", L.note.c_str());
       if (L.ceilings.gflops > 0)
         std::printf("gui: roofline ceilings: %s; %s\n", L.ceilings.gbs_what.c_str(),
                     L.ceilings.gflops_what.c_str());

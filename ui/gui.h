@@ -41,6 +41,7 @@ struct GuiOptions {
   // roofline, table); a scripted run waits for it and prints its steps.
   std::string ladder_stage;
   std::string ladder_view = "chart";
+  std::string ladder_export;  // when the ladder is done: <base>.csv, .json and the chart .png
   // A scripted A/B: "STAGE=VARIANT" (or STAGE=fast, STAGE=precise) pins the stage as configured
   // as A, switches it to that variant (or math mode) as B, compares them, and opens the A/B
   // panel with the viewport wiping between the two.

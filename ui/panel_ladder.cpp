@@ -279,19 +279,26 @@ void roofline(LadderUi& ui, const Ladder& l) {
   ImGui::TextDisabled("circles: the lab's model; squares: counters; the line joins the steps");
 }
 
-bool write_file(const std::string& path, const std::string& text, std::string& note) {
+void write_file(const std::string& path, const std::string& text, std::string& note) {
   std::ofstream f(path);
   f << text;
   f.close();
-  if (!f) {
-    note = "cannot write " + path;
-    return false;
-  }
-  note = "wrote " + path;
-  return true;
+  note = f ? "wrote " + path : "cannot write " + path;
 }
 
 }  // namespace
+
+void export_ladder(LadderUi& ui, const std::string& base, bool csv, bool json, bool png) {
+  if (!ui.result) return;
+  std::string notes;
+  if (csv) write_file(base + ".csv", ladder_csv(*ui.result), ui.note), notes += ui.note;
+  if (json) {
+    write_file(base + ".json", ladder_json(*ui.result), ui.note);
+    notes += (notes.empty() ? "" : "; ") + ui.note;
+  }
+  if (!notes.empty()) ui.note = notes;
+  if (png) ui.png_path = base + ".png";  // after this frame's render (gui.cpp)
+}
 
 void draw_ladder_panel(GuiApp& app) {
   LadderUi& ui = app.ui.ladder;
@@ -351,15 +358,13 @@ void draw_ladder_panel(GuiApp& app) {
   ImGui::InputText("##export", ui.export_base, sizeof ui.export_base);
   tip("the exports' path without extension (relative: to the folder the lab started in)");
   ImGui::SameLine();
-  if (ImGui::Button("CSV"))
-    write_file(std::string(ui.export_base) + ".csv", ladder_csv(l), ui.note);
+  if (ImGui::Button("CSV")) export_ladder(ui, ui.export_base, true, false, false);
   tip("the table as CSV: one line per step, every column, unknown values empty");
   ImGui::SameLine();
-  if (ImGui::Button("JSON"))
-    write_file(std::string(ui.export_base) + ".json", ladder_json(l), ui.note);
+  if (ImGui::Button("JSON")) export_ladder(ui, ui.export_base, false, true, false);
   tip("the table as JSON, with the run's facts (device, how it was measured, the ceiling)");
   ImGui::SameLine();
-  if (ImGui::Button("PNG")) ui.png_path = std::string(ui.export_base) + ".png";
+  if (ImGui::Button("PNG")) export_ladder(ui, ui.export_base, false, false, true);
   tip("the chart shown below (bars or roofline) as a PNG image");
   if (!ui.note.empty()) ImGui::TextDisabled("%s", ui.note.c_str());
 

@@ -370,7 +370,8 @@ void draw_viewport_panel(GuiApp& app) {
   const HostImage* other = ui.ab.mode == 0 || ui.view != 0 ? nullptr
                            : ui.ab.against == 0            ? ref
                                                            : pinned_output(app, name);
-  if (other && other->desc() != app.view.shown_desc) other = nullptr;
+  // Both as shown: a long array folds into rows (display_view) the same way.
+  if (other && display_view(other->ref()).desc != app.view.shown_desc) other = nullptr;
   if (other) {
     const std::string key = std::to_string(app.result_gen) + "/cmp" +
                             std::to_string(ui.ab.against) + "/" + std::to_string(int(ui.cmap)) +
