@@ -134,7 +134,7 @@ TEST_SUITE("cpu") {
     CHECK(lab::ulps_off(std::nextafter(1.0f, 2.0f), 1.0) == 1);
     CHECK(lab::ulps_off(1.0 + 3 * 0x1p-23, 1.0) == doctest::Approx(3));
     CHECK(lab::ulps_off(-2.0 - 0x1p-22, -2.0) == doctest::Approx(1));  // the spacing doubles
-    CHECK(lab::ulps_off(std::nextafter(0.25f, 0.0f), 0.25) == 1);         // and halves below
+    CHECK(lab::ulps_off(std::nextafter(0.25f, 0.0f), 0.25) == 1);      // and halves below
     CHECK(lab::ulps_off(0x1p-149, 0.0) == 1);  // below the normal range: FLT_TRUE_MIN
   }
 
