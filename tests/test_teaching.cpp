@@ -298,13 +298,15 @@ TEST_SUITE("cpu") {
     change.lab = ui::LabRequest{"1000", 3};
     REQUIRE(ui::run_job(r, std::move(change)).ran);
     ui::JobInput ab;
-    ab.ab = ui::AbRequest{0, *pinned.pinned, nullptr};
+    auto ticks = std::make_shared<ui::LadderProgressShared>();
+    ab.ab = ui::AbRequest{0, *pinned.pinned, nullptr, ticks};
     const ui::FrameResult res = ui::run_job(r, std::move(ab));
     INFO(res.error, res.ab_error);
     REQUIRE(res.ab);
     CHECK(res.ab->a.step.cfg.variant_def().name == pinned.pinned->variant_def().name);
     CHECK(res.ab->b.step.cfg.variant_def().name == "v1_divergent");
     CHECK(res.ab->a_vs_b.over == 0);
+    CHECK(ticks->last_step_ns > 0);  // its parts told the hang report they ended
 
     ui::JobInput lad;
     auto progress = std::make_shared<ui::LadderProgressShared>();

@@ -54,8 +54,9 @@ struct SweepPoint {
   double occupancy = 0;  // theoretical, this GPU (first launch of the stage)
 };
 
-// A ladder's progress, written by the engine job (each step) and read by the UI thread (the
-// progress bar, and the hang report, which waits on the last step rather than the job's start).
+// A long job's progress (a ladder's steps, an A/B compare's parts), written by the engine job and
+// read by the UI thread (the progress bar, and the hang report, which waits on the last step
+// rather than the job's start).
 struct LadderProgressShared {
   std::atomic<size_t> done{0}, total{0};
   std::atomic<int64_t> last_step_ns{0};  // steady_clock, since its epoch
@@ -76,6 +77,7 @@ struct AbRequest {
   size_t stage = 0;
   ResolvedStage a;
   CounterCollector* counters = nullptr;
+  std::shared_ptr<LadderProgressShared> progress;  // its parts, as they end
 };
 
 // What one engine job hands the UI: everything the panels show of a frame. Jobs run on a worker
@@ -178,6 +180,7 @@ struct AbUi {
   int stage = 0;
   bool counters = false;
   bool pin_requested = false, compare_requested = false, running = false;
+  std::shared_ptr<LadderProgressShared> progress = std::make_shared<LadderProgressShared>();
   std::optional<ResolvedStage> a;  // pinned
   std::shared_ptr<const AbCompare> result;
   std::string error;

@@ -28,17 +28,21 @@ void engine_frame(GuiApp& app, bool wait) {
     const auto hang = std::chrono::milliseconds(int64_t(1e3 * app.opt.hang_report_s));
     auto limit = app.job_started + hang;
     bool ready = false;
+    // A long job (a ladder, an A/B compare) is hung only when no part of it ended for that long.
+    const LadderProgressShared* progress = app.ui.ladder.running ? app.ui.ladder.progress.get()
+                                           : app.ui.ab.running   ? app.ui.ab.progress.get()
+                                                                 : nullptr;
     for (;;) {
-      if (app.ui.ladder.running) {
-        const Clock::time_point step(Clock::duration(app.ui.ladder.progress->last_step_ns.load()));
+      if (progress) {
+        const Clock::time_point step(Clock::duration(progress->last_step_ns.load()));
         limit = std::max(app.job_started, step) + hang;
       }
       ready = app.job.wait_until(wait && app.stale.empty() ? limit : Clock::now()) ==
               std::future_status::ready;
-      if (ready || !wait || !app.ui.ladder.running || Clock::now() >= limit) break;
+      if (ready || !wait || !progress || Clock::now() >= limit) break;
     }
     if (!ready) {
-      if (app.ui.ladder.running && Clock::now() < limit) return;  // its steps are still ending
+      if (progress && Clock::now() < limit) return;  // its parts are still ending
       const double s = std::chrono::duration<double>(Clock::now() - app.job_started).count();
       if (s >= app.opt.hang_report_s) {
         // Which launch it waits on: asked of the GPU once (its end events), not every frame.
@@ -181,7 +185,8 @@ void engine_frame(GuiApp& app, bool wait) {
         if (!app.counters) app.counters = std::make_unique<CounterCollector>();
         c = app.counters.get();
       }
-      in.ab = AbRequest{size_t(ab.stage), *ab.a, c};
+      in.ab = AbRequest{size_t(ab.stage), *ab.a, c, ab.progress};
+      ab.progress->last_step_ns = Clock::now().time_since_epoch().count();
       ab.compare_requested = false, ab.running = true;
       ab.error.clear();
     }
@@ -359,8 +364,13 @@ FrameResult run_job(Runner& r, JobInput in) {
       try {
         if (in.ab->stage >= r.stages().size() || r.skipped(in.ab->stage))
           throw Error(ErrorKind::Usage, "A/B: the stage does not run in this pipeline");
-        out.ab = std::make_shared<AbCompare>(compare_ab(
-            r, in.ab->stage, in.ab->a, r.stages()[in.ab->stage], in.measure, in.ab->counters));
+        LadderProgressShared* p = in.ab->progress.get();
+        auto tick = [p] {
+          if (p) p->last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+        };
+        out.ab = std::make_shared<AbCompare>(compare_ab(r, in.ab->stage, in.ab->a,
+                                                        r.stages()[in.ab->stage], in.measure,
+                                                        in.ab->counters, tick));
       } catch (const CudaError&) {
         throw;
       } catch (const Error& e) {

@@ -19,12 +19,14 @@ HostImage abs_difference(const HostImage& a, const HostImage& b) {
 namespace {
 
 AbSide run_side(Runner& r, size_t i, const ResolvedStage& cfg, const MeasureOptions& m,
-                CounterCollector* counters, CopyCeiling& copy) {
+                CounterCollector* counters, CopyCeiling& copy, const std::function<void()>& tick) {
   AbSide s;
   r.poison_outputs(i);  // an unwritten value shows as NaN in both diffs
   s.step = measure_step(r, i, cfg, m, counters, copy);
+  if (tick) tick();
   for (const std::string& name : cfg.op->def.outputs) s.outputs.push_back(r.read_slot(name));
   if (cfg.reference()) s.vs_reference = r.compare(i, r.reference(i, &cfg), cfg.math, &cfg);
+  if (tick) tick();
   return s;
 }
 
@@ -35,7 +37,8 @@ Tolerance tolerance_of(const ResolvedStage& s) {
 }  // namespace
 
 AbCompare compare_ab(Runner& r, size_t i, const ResolvedStage& a, const ResolvedStage& b,
-                     const MeasureOptions& m, CounterCollector* counters) {
+                     const MeasureOptions& m, CounterCollector* counters,
+                     const std::function<void()>& tick) {
   if (a.op != b.op && a.op->def.name != b.op->def.name)
     throw Error(ErrorKind::Usage, "A/B: A runs " + a.op->def.name + " and B " + b.op->def.name +
                                       ": pin A on the same stage");
@@ -45,8 +48,8 @@ AbCompare compare_ab(Runner& r, size_t i, const ResolvedStage& a, const Resolved
   CopyCeiling copy;
   const MeasureOptions opts = step_options(r, m);
   try {
-    c.a = run_side(r, i, a, opts, counters, copy);
-    c.b = run_side(r, i, b, opts, counters, copy);
+    c.a = run_side(r, i, a, opts, counters, copy, tick);
+    c.b = run_side(r, i, b, opts, counters, copy, tick);
   } catch (...) {
     r.run_stage(i);
     throw;

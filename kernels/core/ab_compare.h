@@ -4,6 +4,7 @@
 // the resources and the values.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,11 @@ struct AbCompare {
 // Runs stage i with `a`, then with `b` (each: outputs poisoned, measured, read back, checked
 // against its reference), then restores the stage's configured output. The stage's inputs are
 // what the last run left in its slots. Throws Error(Refused) when the device refuses either.
+// `tick` runs after each of the four parts (A measured, A checked, B measured, B checked): a
+// caller's sign of life (the GUI's hang report waits on it).
 AbCompare compare_ab(Runner& r, size_t i, const ResolvedStage& a, const ResolvedStage& b,
-                     const MeasureOptions& m, CounterCollector* counters = nullptr);
+                     const MeasureOptions& m, CounterCollector* counters = nullptr,
+                     const std::function<void()>& tick = {});
 
 // |b - a| of two float planes of one channel and the same size; an empty image otherwise.
 HostImage abs_difference(const HostImage& a, const HostImage& b);
