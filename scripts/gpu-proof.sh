@@ -60,7 +60,8 @@ want teach && {  # the teaching views (issue 17): screenshots and scripted figur
   step "$lab" gui --headless --frames 40 --window 1600x900 --lab matmul --size 2048x2048x2048 --ladder matmul --screenshot "$out/teach-ladder.png"
   step "$lab" gui --headless --frames 40 --window 1600x900 --lab matmul --size 1024x1024x1024 --ladder matmul --counters --ladder-view roofline --screenshot "$out/teach-roofline.png"
   step "$lab" gui --headless --frames 40 --window 1280x720 --input "$LAB_DATA_DIR/box_in_scene.png" --ladder blur --counters --ladder-view table
-  step "$lab" gui --headless --frames 40 --window 1600x900 --lab branch --size 2^22 --ab branch=fast --screenshot "$out/teach-ab.png"
+  step "$lab" gui --headless --frames 40 --window 1600x900 --lab branch --size 2^22 --ab branch=fast
+  step "$lab" gui --headless --frames 40 --window 1600x900 --input "$LAB_DATA_DIR/box_in_scene.png" --ab harris=fast --screenshot "$out/teach-ab.png"
   step "$lab" gui --headless --frames 40 --window 1600x900 --lab math --ladder math --ladder-view chart --screenshot "$out/teach-math.png"
   step "$lab" gui --headless --frames 40 --window 1280x720 --input "$LAB_DATA_DIR/box_in_scene.png" --screenshot "$out/teach-1280x720.png"
   step "$lab" bench --lab math --sweep-math --reps 50

@@ -228,6 +228,11 @@ void script_ab(GuiApp& app, AbScript& script) {
       return;
     }
     ab.stage = int(it - names.begin());
+    // The viewport shows the stage's first output, so that the wipe has A's and B's to show.
+    for (const Op& op : registry())
+      if (op.def.name == stage && !op.def.outputs.empty())
+        for (size_t k = 0; k < app.view.slots.size(); ++k)
+          if (app.view.slots[k].name == op.def.outputs[0]) app.ui.slot = int(k);
     ab.pin_requested = true;
     panel_shown(app, "A/B") = true;
     step = 1;
