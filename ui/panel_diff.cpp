@@ -33,9 +33,12 @@ void draw_diff_panel(GuiApp& app) {
   ImGui::SetNextItemWidth(100);
   ImGui::SliderInt("every N frames", &app.ui.compare_every, 0, 300);
   tip("0: only on request");
-  if (ImGui::BeginTable(
-          "diff", 7,
-          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+  // Scrolls sideways in a narrow panel (1280x720) rather than squeeze columns to a letter.
+  const float table_h = ImGui::GetTextLineHeightWithSpacing() * float(app.ui.diff.size() + 2) + 12;
+  if (ImGui::BeginTable("diff", 7,
+                        ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders |
+                            ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX,
+                        ImVec2(0, table_h))) {
     for (const char* c :
          {"stage", "max abs", "mean abs", "PSNR dB", "over tol", "first bad", "sets / vectors"})
       ImGui::TableSetupColumn(c);
