@@ -169,7 +169,8 @@ void bar_chart(LadderUi& ui, const Ladder& l) {
 
 // The roofline on log-log axes: the roofs (this GPU's measured, Orin's estimated), each step a
 // point (model: circle, counters: square), the ladder a path through them.
-void roofline(LadderUi& ui, const Ladder& l) {
+// `selected`: the label of the step the stage runs as configured now (the selected launch).
+void roofline(LadderUi& ui, const Ladder& l, const std::string& selected) {
   std::vector<RoofCeilings> roofs;
   if (ui.ceilings.gbs > 0 && ui.ceilings.gflops > 0) roofs.push_back(ui.ceilings);
   if (ui.orin_roof) roofs.push_back(orin_ceilings());
@@ -255,6 +256,10 @@ void roofline(LadderUi& ui, const Ladder& l) {
         dl->AddRectFilled(ImVec2(c.x - 4, c.y - 4), ImVec2(c.x + 4, c.y + 4), col);
       else
         dl->AddCircleFilled(c, 4.5f, col);
+      if (p.label == selected) {  // the launch as configured now: ringed
+        dl->AddCircle(c, 9.0f, IM_COL32(255, 255, 255, 255), 0, 2.0f);
+        dl->AddText(ImVec2(c.x + 11, c.y - 7), IM_COL32(255, 255, 255, 255), "now");
+      }
       if (std::fabs(mouse.x - c.x) < 6 && std::fabs(mouse.y - c.y) < 6) hovered = &p;
     }
   }
@@ -276,7 +281,9 @@ void roofline(LadderUi& ui, const Ladder& l) {
     ImGui::TextWrapped("%s%s: %s; %s", c.estimate ? "Orin (estimate)" : c.device.c_str(),
                        c.estimate ? "" : " (measured)", c.gbs_what.c_str(), c.gflops_what.c_str());
   }
-  ImGui::TextDisabled("circles: the lab's model; squares: counters; the line joins the steps");
+  ImGui::TextDisabled(
+      "circles: the lab's model; squares: counters; the line joins the steps; "
+      "ringed: the stage as configured now");
 }
 
 void write_file(const std::string& path, const std::string& text, std::string& note) {
@@ -284,6 +291,22 @@ void write_file(const std::string& path, const std::string& text, std::string& n
   f << text;
   f.close();
   note = f ? "wrote " + path : "cannot write " + path;
+}
+
+// The label roof_points gives the ladder's step that matches stage i as the Pipeline panel has it
+// configured now ("" when the ladder has no such step).
+std::string configured_label(const GuiApp& app, int stage, const Ladder& l) {
+  if (stage < 0 || size_t(stage) >= app.ui.pipeline.stages.size()) return "";
+  const StageConfig& sc = app.ui.pipeline.stages[size_t(stage)];
+  for (const LadderStep& st : l.steps) {
+    const VariantDef& v = st.cfg.variant_def();
+    const bool variant =
+        sc.variant.empty() ? st.cfg.variant == st.cfg.op->default_variant() : v.name == sc.variant;
+    const Block block = sc.block ? *sc.block : v.default_block;
+    if (variant && st.cfg.block == block && st.cfg.math == sc.math)
+      return v.name + " " + st.cfg.block.str() + " " + math_name(st.cfg.math);
+  }
+  return "";
 }
 
 }  // namespace
@@ -385,7 +408,7 @@ void draw_ladder_panel(GuiApp& app) {
       ImGui::Checkbox("Orin roofs", &ui.orin_roof);
       tip("also Jetson AGX Orin's roofs: 183 GB/s measured copy and 5.3 TFLOP/s FP32 from its "
           "clocks: published figures, an estimate");
-      roofline(ui, l);
+      roofline(ui, l, configured_label(app, ui.stage, l));
       ImGui::EndTabItem();
     }
     if (ImGui::BeginTabItem("table", nullptr, flags(2))) {
