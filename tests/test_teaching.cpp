@@ -298,7 +298,7 @@ TEST_SUITE("cpu") {
     change.lab = ui::LabRequest{"1000", 3};
     REQUIRE(ui::run_job(r, std::move(change)).ran);
     ui::JobInput ab;
-    auto ticks = std::make_shared<ui::LadderProgressShared>();
+    auto ticks = std::make_shared<ui::JobProgress>();
     ab.ab = ui::AbRequest{0, *pinned.pinned, nullptr, ticks};
     const ui::FrameResult res = ui::run_job(r, std::move(ab));
     INFO(res.error, res.ab_error);
@@ -309,7 +309,7 @@ TEST_SUITE("cpu") {
     CHECK(ticks->last_step_ns > 0);  // its parts told the hang report they ended
 
     ui::JobInput lad;
-    auto progress = std::make_shared<ui::LadderProgressShared>();
+    auto progress = std::make_shared<ui::JobProgress>();
     lad.ladder = ui::LadderRequest{0, LadderSpec{}, nullptr, progress};
     const ui::FrameResult lr = ui::run_job(r, std::move(lad));
     REQUIRE(lr.ladder_ran);
@@ -326,6 +326,7 @@ TEST_SUITE("gpu") {
     playground(r, "matmul", "256x256x256");
     CounterCollector counters;
     const bool counted = counters.unavailable().empty();
+    if (!counted) MESSAGE("counters unavailable, their checks skipped: " << counters.unavailable());
     MeasureOptions m;
     m.reps = 30;
     const Ladder l = run_ladder(r, 0, LadderSpec{}, m, counted ? &counters : nullptr);
@@ -363,7 +364,7 @@ TEST_SUITE("gpu") {
     first.pipeline = default_pipeline();
     REQUIRE(ui::run_job(r, std::move(first)).ran);
     ui::JobInput in;
-    auto progress = std::make_shared<ui::LadderProgressShared>();
+    auto progress = std::make_shared<ui::JobProgress>();
     in.ladder = ui::LadderRequest{1, LadderSpec{}, nullptr, progress};  // blur
     const ui::FrameResult res = ui::run_job(r, std::move(in));
     INFO(res.error, res.ladder_error);

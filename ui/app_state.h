@@ -57,7 +57,7 @@ struct SweepPoint {
 // A long job's progress (a ladder's steps, an A/B compare's parts), written by the engine job and
 // read by the UI thread (the progress bar, and the hang report, which waits on the last step
 // rather than the job's start).
-struct LadderProgressShared {
+struct JobProgress {
   std::atomic<size_t> done{0}, total{0};
   std::atomic<int64_t> last_step_ns{0};  // steady_clock, since its epoch
   std::atomic<bool> stop{false};         // the user pressed "stop": ends after the step
@@ -69,7 +69,7 @@ struct LadderRequest {
   size_t stage = 0;
   LadderSpec spec;
   CounterCollector* counters = nullptr;
-  std::shared_ptr<LadderProgressShared> progress;
+  std::shared_ptr<JobProgress> progress;
 };
 
 // A/B compare (panel_ab.cpp): stage i with the pinned configuration A against its current one.
@@ -77,7 +77,7 @@ struct AbRequest {
   size_t stage = 0;
   ResolvedStage a;
   CounterCollector* counters = nullptr;
-  std::shared_ptr<LadderProgressShared> progress;  // its parts, as they end
+  std::shared_ptr<JobProgress> progress;  // its parts, as they end
 };
 
 // What one engine job hands the UI: everything the panels show of a frame. Jobs run on a worker
@@ -161,7 +161,7 @@ struct LadderUi {
   bool counters = false;   // collect hardware counters for each step (GPU, slower)
   bool requested = false;  // the next job runs it
   bool running = false;
-  std::shared_ptr<LadderProgressShared> progress = std::make_shared<LadderProgressShared>();
+  std::shared_ptr<JobProgress> progress = std::make_shared<JobProgress>();
   std::shared_ptr<const Ladder> result;
   RoofCeilings ceilings;
   std::string error;
@@ -180,7 +180,7 @@ struct AbUi {
   int stage = 0;
   bool counters = false;
   bool pin_requested = false, compare_requested = false, running = false;
-  std::shared_ptr<LadderProgressShared> progress = std::make_shared<LadderProgressShared>();
+  std::shared_ptr<JobProgress> progress = std::make_shared<JobProgress>();
   std::optional<ResolvedStage> a;  // pinned
   std::shared_ptr<const AbCompare> result;
   std::string error;
@@ -356,6 +356,8 @@ void tip(const char* text);
 // A teaching panel's window (closable from its title bar or the View menu) and its stage combo
 // over the last frame's stages; false when there is nothing to draw (End() already called).
 bool stage_window_begin(GuiApp& app, const char* title, int& stage, const char* why);
+// snprintf of a number, or "-" when it is not finite (unknown).
+std::string format_or_dash(const char* format, double v);
 // Pushes a value into a bounded history.
 void push_history(std::vector<float>& h, float v);
 

@@ -29,9 +29,9 @@ void engine_frame(GuiApp& app, bool wait) {
     auto limit = app.job_started + hang;
     bool ready = false;
     // A long job (a ladder, an A/B compare) is hung only when no part of it ended for that long.
-    const LadderProgressShared* progress = app.ui.ladder.running ? app.ui.ladder.progress.get()
-                                           : app.ui.ab.running   ? app.ui.ab.progress.get()
-                                                                 : nullptr;
+    const JobProgress* progress = app.ui.ladder.running ? app.ui.ladder.progress.get()
+                                  : app.ui.ab.running   ? app.ui.ab.progress.get()
+                                                        : nullptr;
     for (;;) {
       if (progress) {
         const Clock::time_point step(Clock::duration(progress->last_step_ns.load()));
@@ -364,7 +364,7 @@ FrameResult run_job(Runner& r, JobInput in) {
       try {
         if (in.ab->stage >= r.stages().size() || r.skipped(in.ab->stage))
           throw Error(ErrorKind::Usage, "A/B: the stage does not run in this pipeline");
-        LadderProgressShared* p = in.ab->progress.get();
+        JobProgress* p = in.ab->progress.get();
         auto tick = [p] {
           if (p) p->last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
         };
@@ -379,7 +379,7 @@ FrameResult run_job(Runner& r, JobInput in) {
     }
     if (in.ladder) {
       out.ladder_ran = true;
-      LadderProgressShared& p = *in.ladder->progress;
+      JobProgress& p = *in.ladder->progress;
       try {
         auto progress = [&p](size_t done, size_t total) {
           p.done = done, p.total = total;

@@ -62,6 +62,13 @@ bool stage_window_begin(GuiApp& app, const char* title, int& stage, const char* 
   return true;
 }
 
+std::string format_or_dash(const char* format, double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
 void push_history(std::vector<float>& h, float v) {
   if (h.size() >= kHistory) h.erase(h.begin());
   h.push_back(v);
@@ -603,9 +610,8 @@ int run_gui(const GuiOptions& opt) {
       std::printf("gui: ladder %s: %zu steps (%s)\n", L.result->op.c_str(), L.result->steps.size(),
                   L.result->measured.c_str());
       for (const LadderStep& st : L.result->steps)
-        std::printf("gui: ladder step %s %s %s median %.2f us, %.1f %% of ceiling\n",
-                    st.cfg.variant_def().name.c_str(), st.cfg.block.str().c_str(),
-                    math_name(st.cfg.math), st.median_us(), L.result->pct_of_ceiling(st));
+        std::printf("gui: ladder step %s median %.2f us, %.1f %% of ceiling\n",
+                    step_text(st.cfg).c_str(), st.median_us(), L.result->pct_of_ceiling(st));
       if (!opt.ladder_export.empty()) std::printf("gui: ladder export: %s\n", L.note.c_str());
       if (L.ceilings.gflops > 0)
         std::printf("gui: roofline ceilings: %s; %s\n", L.ceilings.gbs_what.c_str(),
@@ -621,13 +627,11 @@ int run_gui(const GuiOptions& opt) {
     if (ab.result) {
       const AbCompare& c = *ab.result;
       std::printf(
-          "gui: A/B %s: A %s %s %s median %.2f us, B %s %s %s median %.2f us (B/A %.2f); "
+          "gui: A/B %s: A %s median %.2f us, B %s median %.2f us (B/A %.2f); "
           "B against A max %.3g mean %.3g, %zu of %zu over the looser tolerance; A %s, "
           "B %s against their references\n",
-          app.view.stage_names.at(c.stage).c_str(), c.a.step.cfg.variant_def().name.c_str(),
-          c.a.step.cfg.block.str().c_str(), math_name(c.a.step.cfg.math), c.a.step.median_us(),
-          c.b.step.cfg.variant_def().name.c_str(), c.b.step.cfg.block.str().c_str(),
-          math_name(c.b.step.cfg.math), c.b.step.median_us(),
+          app.view.stage_names.at(c.stage).c_str(), step_text(c.a.step.cfg).c_str(),
+          c.a.step.median_us(), step_text(c.b.step.cfg).c_str(), c.b.step.median_us(),
           c.b.step.median_us() / c.a.step.median_us(), c.a_vs_b.max_abs, c.a_vs_b.mean_abs,
           c.a_vs_b.over, c.a_vs_b.count, c.a.vs_reference.pass() ? "within" : "OVER",
           c.b.vs_reference.pass() ? "within" : "OVER");

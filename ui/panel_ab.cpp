@@ -16,17 +16,6 @@ namespace lab::ui {
 
 namespace {
 
-std::string num(const char* format, double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-std::string config_text(const ResolvedStage& s) {
-  return s.variant_def().name + " " + s.block.str() + " " + math_name(s.math);
-}
-
 // One row: what, A's value, B's, and B against A (a ratio, or a difference).
 void row(const char* what, const char* why, double a, double b, const char* format,
          bool ratio = true) {
@@ -35,9 +24,9 @@ void row(const char* what, const char* why, double a, double b, const char* form
   ImGui::TextUnformatted(what);
   tip(why);
   ImGui::TableNextColumn();
-  ImGui::TextUnformatted(num(format, a).c_str());
+  ImGui::TextUnformatted(format_or_dash(format, a).c_str());
   ImGui::TableNextColumn();
-  ImGui::TextUnformatted(num(format, b).c_str());
+  ImGui::TextUnformatted(format_or_dash(format, b).c_str());
   ImGui::TableNextColumn();
   if (std::isfinite(a) && std::isfinite(b) && (ratio ? a > 0 : true)) {
     ImGui::Text(ratio ? "%.2fx" : "%+.3g", ratio ? b / a : b - a);
@@ -105,7 +94,7 @@ void draw_ab_panel(GuiApp& app) {
   ImGui::EndDisabled();
   tip("also collect hardware counters for A and B (achieved occupancy, DRAM bytes); GPU only");
   if (ab.a) {
-    ImGui::Text("A: %s", config_text(*ab.a).c_str());
+    ImGui::Text("A: %s", step_text(*ab.a).c_str());
     tip("the pinned configuration");
   } else {
     ImGui::TextDisabled("no A yet: press \"pin A\"");
@@ -117,7 +106,7 @@ void draw_ab_panel(GuiApp& app) {
   }
   const AbCompare& c = *ab.result;
   const LadderStep &A = c.a.step, &B = c.b.step;
-  ImGui::Text("B: %s", config_text(B.cfg).c_str());
+  ImGui::Text("B: %s", step_text(B.cfg).c_str());
   tip("the stage as it was configured when compared");
   const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX;

@@ -15,17 +15,6 @@ namespace lab::ui {
 
 namespace {
 
-std::string num(const char* format, double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-std::string step_label(const LadderStep& s) {
-  return s.cfg.variant_def().name + " " + s.cfg.block.str() + " " + math_name(s.cfg.math);
-}
-
 // A cell of text with its tooltip.
 void cell(const std::string& text, const char* why) {
   ImGui::TableNextColumn();
@@ -46,7 +35,7 @@ void headers(const std::vector<std::pair<const char*, const char*>>& cols) {
   }
 }
 
-void steps_table(const GuiApp& app, const Ladder& l) {
+void steps_table(const Ladder& l) {
   const std::vector<std::pair<const char*, const char*>> cols = {
       {"step", "the variant (what changed, and what it should do: hover a row)"},
       {"block", "threads per block, x by y"},
@@ -93,19 +82,21 @@ void steps_table(const GuiApp& app, const Ladder& l) {
     tip(("what changed: " + v.delta + "\nexpect: " + (v.expect.empty() ? "-" : v.expect)).c_str());
     cell(s.cfg.block.str(), "threads per block");
     cell(math_name(s.cfg.math), "math mode");
-    cell(num("%.2f", s.median_us()), "median over the timed runs (microseconds)");
-    cell(num("%.1f", l.pct_of_ceiling(s)), l.ceiling_name().c_str());
-    cell(num("%.1f", s.gbs()), "model bytes over the median");
-    cell(num("%.0f", s.gflops()), "FLOP model over the median");
+    cell(format_or_dash("%.2f", s.median_us()), "median over the timed runs (microseconds)");
+    cell(format_or_dash("%.1f", l.pct_of_ceiling(s)), l.ceiling_name().c_str());
+    cell(format_or_dash("%.1f", s.gbs()), "model bytes over the median");
+    cell(format_or_dash("%.0f", s.gflops()), "FLOP model over the median");
     cell(s.regs() ? std::to_string(s.regs()) : "-", "registers per thread");
     cell(s.regs() ? std::to_string(s.smem()) : "-", "shared memory per block, bytes");
     cell(s.regs() ? std::to_string(s.local_bytes()) : "-", "local memory per thread, bytes");
-    cell(num("%.0f%%", 100 * s.theoretical_occupancy()), "theoretical occupancy, this GPU");
-    cell(num("%.0f%%", 100 * s.achieved_occupancy()), "achieved occupancy (counters)");
-    cell(num("%.2f", s.dram_bytes() / 1e6), "DRAM MB read + written (counters, DRAM-cold)");
-    cell(num("%.1f", orin_estimate_us(s.model_bytes)), "bandwidth-bound estimate on Orin");
+    cell(format_or_dash("%.0f%%", 100 * s.theoretical_occupancy()),
+         "theoretical occupancy, this GPU");
+    cell(format_or_dash("%.0f%%", 100 * s.achieved_occupancy()), "achieved occupancy (counters)");
+    cell(format_or_dash("%.2f", s.dram_bytes() / 1e6),
+         "DRAM MB read + written (counters, DRAM-cold)");
+    cell(format_or_dash("%.1f", orin_estimate_us(s.model_bytes)),
+         "bandwidth-bound estimate on Orin");
   }
-  (void)app;
   ImGui::EndTable();
 }
 
@@ -142,7 +133,7 @@ void bar_chart(LadderUi& ui, const Ladder& l) {
     const LadderStep& s = l.steps[k];
     const float y = p0.y + row * float(k + 1) + 4;
     const double v = pct ? l.pct_of_ceiling(s) : s.median_us();
-    const std::string label = step_label(s);
+    const std::string label = step_text(s.cfg);
     dl->PushClipRect(ImVec2(p0.x, y), ImVec2(x0 - 4, y + row), true);
     dl->AddText(ImVec2(p0.x + 4, y), IM_COL32(200, 200, 200, 255), label.c_str());
     dl->PopClipRect();
@@ -151,14 +142,14 @@ void bar_chart(LadderUi& ui, const Ladder& l) {
     dl->AddRectFilled(ImVec2(x0, y + 1), ImVec2(std::max(end, x0 + 1), y + row - 3),
                       step_colour(l, s));
     dl->AddText(ImVec2(end + 4, y), IM_COL32(220, 220, 220, 255),
-                num(pct ? "%.1f%%" : "%.2f", v).c_str());
+                format_or_dash(pct ? "%.1f%%" : "%.2f", v).c_str());
     if (ImGui::IsItemHovered() && mouse.y >= y && mouse.y < y + row) {
       const VariantDef& vd = s.cfg.variant_def();
       ImGui::SetTooltip(
           "%s\nmedian %.2f us (p95 %.2f, %d runs)\n%% of ceiling %s\nwhat "
           "changed: %s\nexpect: %s",
           label.c_str(), s.median_us(), s.meas.total.p95_us, s.meas.total.n,
-          num("%.1f", l.pct_of_ceiling(s)).c_str(), vd.delta.c_str(),
+          format_or_dash("%.1f", l.pct_of_ceiling(s)).c_str(), vd.delta.c_str(),
           vd.expect.empty() ? "-" : vd.expect.c_str());
     }
   }
@@ -169,8 +160,8 @@ void bar_chart(LadderUi& ui, const Ladder& l) {
 
 // The roofline on log-log axes: the roofs (this GPU's measured, Orin's estimated), each step a
 // point (model: circle, counters: square), the ladder a path through them.
-// `selected`: the label of the step the stage runs as configured now (the selected launch).
-void roofline(LadderUi& ui, const Ladder& l, const std::string& selected) {
+// `selected`: the step the stage runs as configured now (the selected launch); SIZE_MAX: none.
+void roofline(LadderUi& ui, const Ladder& l, size_t selected) {
   std::vector<RoofCeilings> roofs;
   if (ui.ceilings.gbs > 0 && ui.ceilings.gflops > 0) roofs.push_back(ui.ceilings);
   if (ui.orin_roof) roofs.push_back(orin_ceilings());
@@ -221,11 +212,11 @@ void roofline(LadderUi& ui, const Ladder& l, const std::string& selected) {
   const ImU32 grid = IM_COL32(60, 60, 66, 255), text = IM_COL32(190, 190, 190, 255);
   for (double x = xlo; x <= xhi * 1.001; x *= 10) {
     dl->AddLine(ImVec2(X(x), a.y), ImVec2(X(x), b.y), grid);
-    dl->AddText(ImVec2(X(x) - 10, b.y + 2), text, num("%g", x).c_str());
+    dl->AddText(ImVec2(X(x) - 10, b.y + 2), text, format_or_dash("%g", x).c_str());
   }
   for (double y = ylo; y <= yhi * 1.001; y *= 10) {
     dl->AddLine(ImVec2(a.x, Y(y)), ImVec2(b.x, Y(y)), grid);
-    dl->AddText(ImVec2(p0.x + 2, Y(y) - 7), text, num("%g", y).c_str());
+    dl->AddText(ImVec2(p0.x + 2, Y(y) - 7), text, format_or_dash("%g", y).c_str());
   }
   dl->AddText(ImVec2(a.x, b.y + 18), text, "FLOPs per DRAM byte (log)");
   dl->AddText(ImVec2(a.x + 4, a.y + 2), text, "GFLOP/s (log)");
@@ -256,7 +247,7 @@ void roofline(LadderUi& ui, const Ladder& l, const std::string& selected) {
         dl->AddRectFilled(ImVec2(c.x - 4, c.y - 4), ImVec2(c.x + 4, c.y + 4), col);
       else
         dl->AddCircleFilled(c, 4.5f, col);
-      if (p.label == selected) {  // the launch as configured now: ringed
+      if (p.step == selected) {  // the launch as configured now: ringed
         dl->AddCircle(c, 9.0f, IM_COL32(255, 255, 255, 255), 0, 2.0f);
         dl->AddText(ImVec2(c.x + 11, c.y - 7), IM_COL32(255, 255, 255, 255), "now");
       }
@@ -268,7 +259,8 @@ void roofline(LadderUi& ui, const Ladder& l, const std::string& selected) {
     std::string roofs_text;
     for (const RoofCeilings& c : roofs)
       roofs_text += "\n" + std::string(c.estimate ? "Orin (estimate)" : c.device) + ": " +
-                    num("%.0f", hovered->pct_of_roof(c)) + " % of its roof at this intensity";
+                    format_or_dash("%.0f", hovered->pct_of_roof(c)) +
+                    " % of its roof at this intensity";
     ImGui::SetTooltip("%s (%s)\n%.3g FLOPs / %.3g bytes = %.3g FLOPs per byte\n%.1f GFLOP/s%s",
                       hovered->label.c_str(),
                       hovered->measured ? "counters: executed FLOPs, DRAM bytes"
@@ -293,20 +285,20 @@ void write_file(const std::string& path, const std::string& text, std::string& n
   note = f ? "wrote " + path : "cannot write " + path;
 }
 
-// The label roof_points gives the ladder's step that matches stage i as the Pipeline panel has it
-// configured now ("" when the ladder has no such step).
-std::string configured_label(const GuiApp& app, int stage, const Ladder& l) {
-  if (stage < 0 || size_t(stage) >= app.ui.pipeline.stages.size()) return "";
+// The ladder's step that matches stage i as the Pipeline panel has it configured now (SIZE_MAX
+// when the ladder has no such step).
+size_t configured_step(const GuiApp& app, int stage, const Ladder& l) {
+  if (stage < 0 || size_t(stage) >= app.ui.pipeline.stages.size()) return SIZE_MAX;
   const StageConfig& sc = app.ui.pipeline.stages[size_t(stage)];
-  for (const LadderStep& st : l.steps) {
-    const VariantDef& v = st.cfg.variant_def();
+  for (size_t k = 0; k < l.steps.size(); ++k) {
+    const ResolvedStage& c = l.steps[k].cfg;
+    const VariantDef& v = c.variant_def();
     const bool variant =
-        sc.variant.empty() ? st.cfg.variant == st.cfg.op->default_variant() : v.name == sc.variant;
+        sc.variant.empty() ? c.variant == c.op->default_variant() : v.name == sc.variant;
     const Block block = sc.block ? *sc.block : v.default_block;
-    if (variant && st.cfg.block == block && st.cfg.math == sc.math)
-      return v.name + " " + st.cfg.block.str() + " " + math_name(st.cfg.math);
+    if (variant && c.block == block && c.math == sc.math) return k;
   }
-  return "";
+  return SIZE_MAX;
 }
 
 }  // namespace
@@ -408,11 +400,11 @@ void draw_ladder_panel(GuiApp& app) {
       ImGui::Checkbox("Orin roofs", &ui.orin_roof);
       tip("also Jetson AGX Orin's roofs: 183 GB/s measured copy and 5.3 TFLOP/s FP32 from its "
           "clocks: published figures, an estimate");
-      roofline(ui, l, configured_label(app, ui.stage, l));
+      roofline(ui, l, configured_step(app, ui.stage, l));
       ImGui::EndTabItem();
     }
     if (ImGui::BeginTabItem("table", nullptr, flags(2))) {
-      steps_table(app, l);
+      steps_table(l);
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();

@@ -33,6 +33,10 @@ std::vector<ResolvedStage> ladder_configs(const Runner& r, size_t i, const Ladde
   return out;
 }
 
+std::string step_text(const ResolvedStage& s) {
+  return s.variant_def().name + " " + s.block.str() + " " + math_name(s.math);
+}
+
 double CopyCeiling::at(double bytes) {
   // Half read, half written, whole 256-byte lines, at least 1 MiB (below, the copy is launch-
   // bound and says nothing about bandwidth).

@@ -25,6 +25,9 @@ struct LadderSpec {
 // refuses left out. The configured variant keeps its configured block.
 std::vector<ResolvedStage> ladder_configs(const Runner& r, size_t i, const LadderSpec& s);
 
+// A step as the ladder's views name it: "v3_smem_tile 32x8 precise".
+std::string step_text(const ResolvedStage& s);
+
 // Device-to-device copy bandwidth by size, each size measured once (GB/s, read + write): a copy
 // of a step's own bytes shares its cache regime (1280x736 fits the H200's L2, 4K does not).
 class CopyCeiling {

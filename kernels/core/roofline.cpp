@@ -93,9 +93,11 @@ RoofCeilings measured_ceilings(double copy_gbs) {
 
 std::vector<RoofPoint> roof_points(const Ladder& l, bool measured) {
   std::vector<RoofPoint> out;
-  for (const LadderStep& s : l.steps) {
+  for (size_t k = 0; k < l.steps.size(); ++k) {
+    const LadderStep& s = l.steps[k];
     RoofPoint p;
-    p.label = s.cfg.variant_def().name + " " + s.cfg.block.str() + " " + math_name(s.cfg.math);
+    p.label = step_text(s.cfg);
+    p.step = k;
     p.us = s.median_us();
     p.measured = measured;
     if (measured) {

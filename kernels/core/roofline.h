@@ -44,6 +44,7 @@ struct RoofPoint {
   double flops = 0, bytes = 0;
   double us = 0;          // its median time
   bool measured = false;  // counters (DRAM bytes, executed FLOPs) rather than the model
+  size_t step = 0;        // its index in the ladder's steps
 
   double intensity() const { return bytes > 0 ? flops / bytes : 0; }
   double gflops() const { return us > 0 ? flops / (us * 1e3) : 0; }
