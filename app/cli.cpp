@@ -369,6 +369,7 @@ int run_cli(int argc, char** argv) {
       gui_o.trial_memcheck = gui_c.trial_memcheck;
       if (gui_o.kernel_file.empty() != gui_o.replace.empty())
         throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");
+      gui_o.command_line.assign(argv + 1, argv + argc);
       gui_o.max_pixels = gui_c.max_pixels;
       gui_o.accept_truncated = gui_c.accept_truncated;
       gui_o.graph = gui_c.graph;

@@ -341,9 +341,12 @@ struct GuiApp {
   struct {
     int count = 0;
     std::chrono::steady_clock::time_point fault_at;
-    double rebuild_ms = 0;  // fault seen to CUDA state rebuilt
-    double live_ms = 0;     // fault seen to the next frame that ran
-    bool waiting = false;   // for that frame
+    double rebuild_ms = 0;   // fault seen to CUDA state rebuilt
+    double live_ms = 0;      // fault seen to the next frame that ran
+    bool waiting = false;    // for that frame
+    bool restart = false;    // the device could not be had back here: start the lab again
+    bool restarted = false;  // this process is that new start
+    std::string restart_message;
   } recovery;
   uint64_t simulate_fault_at = 0;  // tests (LAB_SIMULATE_GPU_FAULT=N): job N faults
   uint64_t simulate_hang_at = 0;   // tests (LAB_SIMULATE_GPU_HANG=N): job N never ends
@@ -395,6 +398,30 @@ PipelineConfig without_live(const PipelineConfig& p);
 // rebuilt, and the last frame sent again; one banner says so. When the device cannot be brought
 // back, the editor and the pipeline are saved and the lab quits with code 70.
 void recover_gpu(GuiApp& app, const std::string& error);
+// Starting again after a fault. The H200's driver gives no new context to a process that
+// faulted, even after cudaDeviceReset: only a new process gets one. The lab then replaces its
+// own image (execv of /proc/self/exe, same command line, same PID, so a shell or a test waiting
+// on it still does) and hands the new one, through the environment, the last configuration that
+// worked, the banner, and when the fault happened (steady_clock is CLOCK_MONOTONIC, one clock for
+// both images).
+struct RestartState {
+  int count = 0;             // faults recovered from so far, this one included
+  int64_t fault_ns = 0;      // steady_clock at the fault
+  uint64_t frames_done = 0;  // UI frames the image before ran (a scripted run's count goes on)
+  bool graph = false;
+  int slot = 0;
+  std::string message;
+  PipelineConfig pipeline;
+};
+// The state a restart left (and clears it from the environment, so children do not see it);
+// nothing when this is not a restart.
+std::optional<RestartState> take_restart_state();
+// The options the new image runs with: the pipeline that worked (the faulting kernel out, its
+// text back in the editor from the autosave, not compiled again), the rest of a scripted run.
+void apply_restart_state(GuiOptions& opt, const RestartState& s);
+// Replaces this process with a new start of the lab; returns only when it could not, saying why.
+std::string restart_lab(const GuiApp& app, uint64_t frames_done);
+
 // Saves the editor (autosave) and the pipeline (state_dir()/last_session.json) before an exit
 // that cannot wait for the GPU; returns what was saved where, for the message.
 std::string save_before_exit(GuiApp& app);

@@ -307,7 +307,11 @@ void crash_trace(int sig) {
 }
 }  // namespace
 
-int run_gui(const GuiOptions& opt) {
+int run_gui(const GuiOptions& given) {
+  // A start after a GPU fault (recovery.cpp) runs on the configuration that last worked.
+  const std::optional<RestartState> restart = take_restart_state();
+  GuiOptions opt = given;
+  if (restart) apply_restart_state(opt, *restart);
   if (std::getenv("LAB_CRASH_TRACE")) signal(SIGSEGV, crash_trace), signal(SIGABRT, crash_trace);
   const bool has_display = std::getenv("DISPLAY") || std::getenv("WAYLAND_DISPLAY");
   if (!opt.headless && !has_display)
@@ -325,6 +329,23 @@ int run_gui(const GuiOptions& opt) {
   std::snprintf(app.ui.lab_size, sizeof app.ui.lab_size, "%s", opt.lab_size.c_str());
   app.ui.lab_seed = int(opt.lab_seed);
   if (playground_of(opt.pipeline)) app.ui.slot = 99;  // the last slot: the result
+  if (restart) {
+    using Clock = std::chrono::steady_clock;
+    app.recovery.count = restart->count;
+    app.recovery.fault_at = Clock::time_point(Clock::duration(restart->fault_ns));
+    app.recovery.rebuild_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - app.recovery.fault_at).count();
+    app.recovery.waiting = true;  // live_ms comes with the first frame that runs
+    app.recovery.restarted = true;
+    app.ui.slot = restart->slot;
+    char ms[32];
+    std::snprintf(ms, sizeof ms, " in %.0f ms", app.recovery.rebuild_ms);
+    app.ui.message = restart->message;
+    const std::string again = "started itself again";  // recovery.cpp's words
+    const size_t at = app.ui.message.find(again);
+    if (at != std::string::npos) app.ui.message.insert(at + again.size(), ms);
+    std::fprintf(stderr, "kernel-lab: %s\n", app.ui.message.c_str());
+  }
   app.runner = std::make_unique<Runner>(opt.backend);
   if (opt.backend == Backend::Cuda) app.runner->set_upload_mode(opt.upload);
   set_frame_memory_pinned(opt.backend == Backend::Cuda && opt.upload == UploadMode::Pinned);
@@ -496,6 +517,7 @@ int run_gui(const GuiOptions& opt) {
         }
       }
       engine_frame(app, scripted);
+      if (app.recovery.restart) break;  // nothing of this process is drawn again (recovery.cpp)
       ImGui_ImplOpenGL3_NewFrame();
       ImGui::NewFrame();
       draw_ui(app);
@@ -541,6 +563,16 @@ int run_gui(const GuiOptions& opt) {
     throw;
   }
   autosave_live(app, true);
+  if (app.recovery.restart) {  // recovery.cpp: a new start gets the device back
+    if (ImGui::GetIO().IniFilename) ImGui::SaveIniSettingsToDisk(ImGui::GetIO().IniFilename);
+    std::printf("gui: %llu frames, %llu results before the GPU fault; starting again\n",
+                (unsigned long long)ui_frames, (unsigned long long)app.frames);
+    const std::string why = restart_lab(app, ui_frames);  // returns only when it could not
+    app.ui.message += " (" + why + ")";
+    std::fprintf(stderr, "kernel-lab: error: could not start again: %s; saved %s\n", why.c_str(),
+                 save_before_exit(app).c_str());
+    app.exit_code = 70;
+  }
   // The run ended while drawing had stopped for a hung frame: the report's frame is the shot.
   if (!opt.screenshot.empty() && !shot && app.stale_drawn)
     write_screenshot(opt.screenshot, fb_w, fb_h);
@@ -661,9 +693,11 @@ int run_gui(const GuiOptions& opt) {
     std::printf("gui: editor: %s\n", app.live.status.c_str());
   if (opt.frames > 0 && app.recovery.count > 0)
     std::printf(
-        "gui: recovered from %d GPU fault(s): CUDA state rebuilt in %.0f ms, live frames again "
-        "%.0f ms after the fault%s\n",
-        app.recovery.count, app.recovery.rebuild_ms, app.recovery.live_ms,
+        "gui: recovered from %d GPU fault(s): %s in %.0f ms, live frames again %.0f ms after the "
+        "fault%s\n",
+        app.recovery.count,
+        app.recovery.restarted ? "Kernel Lab started again" : "CUDA state rebuilt",
+        app.recovery.rebuild_ms, app.recovery.live_ms,
         app.recovery.waiting ? " (no frame ran since)" : "");
   if (!opt.dump_texture.empty()) {
     if (!app.texture || !app.tex_float)

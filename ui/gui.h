@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "measure.h"
 #include "pipeline.h"
@@ -50,6 +51,9 @@ struct GuiOptions {
   std::string code;
   // A hung frame is reported after this long (the Timings and Diff panels then say so).
   double hang_report_s = 5.0;
+  // The command line as given (argv[1..]): after a GPU fault that cannot be recovered from in
+  // place, the lab starts itself again with it (recovery.cpp).
+  std::vector<std::string> command_line;
 };
 
 // Returns a process exit code; throws Error for what the CLI maps to sysexits (no display,

@@ -33,11 +33,17 @@ void draw_device_panel(GuiApp& app) {
     if (app.gpu_lost)
       ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "GPU context lost and not rebuilt: exiting");
     if (app.recovery.count > 0) {
-      ImGui::Text("recovered from %d GPU fault(s): rebuilt in %.0f ms, live again after %.0f ms",
-                  app.recovery.count, app.recovery.rebuild_ms, app.recovery.live_ms);
-      tip("a sticky CUDA error in this process: the device was reset and every CUDA object made "
-          "again (host wall time from the fault's report to the rebuilt state, and to the next "
-          "frame that ran)");
+      ImGui::Text("recovered from %d GPU fault(s): %s in %.0f ms, live again after %.0f ms",
+                  app.recovery.count, app.recovery.restarted ? "started again" : "rebuilt",
+                  app.recovery.rebuild_ms, app.recovery.live_ms);
+      tip(app.recovery.restarted
+              ? "a sticky CUDA error, after which the driver gave the process no new context: "
+                "Kernel Lab started itself again (same command line and PID) on the last "
+                "configuration that worked (host wall time, CLOCK_MONOTONIC, from the fault's "
+                "report to this process's start, and to the first frame that ran)"
+              : "a sticky CUDA error in this process: the device was reset and every CUDA object "
+                "made again (host wall time from the fault's report to the rebuilt state, and to "
+                "the next frame that ran)");
     }
   }
   ImGui::Separator();

@@ -1,10 +1,17 @@
 // Recovery from a sticky CUDA error in the lab's own process (a live kernel that passed its trial
 // can still fault on a later frame): the context is unusable, so everything made in it goes, the
 // device is reset, and the lab comes back on the last configuration that worked, with no restart.
+// Where the driver gives this process no new context (the H200's), the lab starts itself again
+// on that configuration instead.
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "app_state.h"
 #include "presets.h"
@@ -48,6 +55,79 @@ std::string save_before_exit(GuiApp& app) {
         std::string(saved.empty() ? "" : ", ") + "the pipeline could not be saved: " + e.what();
   }
   return saved;
+}
+
+namespace {
+constexpr const char* kRestartEnv = "LAB_RESTART";  // "count fault_ns frames_done graph slot"
+constexpr const char* kRestartMessageEnv = "LAB_RESTART_MESSAGE";
+constexpr const char* kRestartPipelineEnv = "LAB_RESTART_PIPELINE";  // a preset's JSON
+}  // namespace
+
+std::optional<RestartState> take_restart_state() {
+  const char* nums = std::getenv(kRestartEnv);
+  const char* msg = std::getenv(kRestartMessageEnv);
+  const char* pipe = std::getenv(kRestartPipelineEnv);
+  std::optional<RestartState> out;
+  RestartState s;
+  long long fault = 0;
+  unsigned long long frames = 0;
+  int graph = 0;
+  if (nums && msg && pipe &&
+      std::sscanf(nums, "%d %lld %llu %d %d", &s.count, &fault, &frames, &graph, &s.slot) == 5 &&
+      s.count > 0) {
+    s.fault_ns = fault;
+    s.frames_done = frames;
+    s.graph = graph != 0;
+    s.message = msg;
+    s.pipeline = preset_from_json(pipe).pipeline;  // a bad one gives the default pipeline
+    out = std::move(s);
+  }
+  unsetenv(kRestartEnv);
+  unsetenv(kRestartMessageEnv);
+  unsetenv(kRestartPipelineEnv);
+  return out;
+}
+
+void apply_restart_state(GuiOptions& opt, const RestartState& s) {
+  opt.pipeline = s.pipeline;
+  opt.graph = s.graph;
+  // The kernel that faulted is not compiled again: the editor gets it back from the autosave.
+  opt.kernel_file.clear();
+  opt.replace.clear();
+  opt.live_recompile = 0;
+  // A scripted run goes on for the frames it had left (a few at least, to show live frames).
+  if (opt.frames > 0)
+    opt.frames = int(std::max<int64_t>(int64_t(opt.frames) - int64_t(s.frames_done), 10));
+}
+
+std::string restart_lab(const GuiApp& app, uint64_t frames_done) {
+  char nums[128];
+  std::snprintf(nums, sizeof nums, "%d %lld %llu %d %d", app.recovery.count + 1,
+                (long long)app.recovery.fault_at.time_since_epoch().count(),
+                (unsigned long long)frames_done, app.ui.graph ? 1 : 0, app.ui.slot);
+  setenv(kRestartEnv, nums, 1);
+  setenv(kRestartMessageEnv, app.recovery.restart_message.c_str(), 1);
+  setenv(kRestartPipelineEnv, preset_to_json(app.ui.pipeline).c_str(), 1);
+  // The test hooks fault once: the new start runs clean.
+  unsetenv("LAB_SIMULATE_GPU_FAULT");
+  unsetenv("LAB_SIMULATE_RESET_FAILURE");
+  // Every descriptor but the standard three closes at exec: the driver's (so the faulted
+  // context is torn down), the display's, the trial child's pipes.
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const std::string name = e.path().filename().string();
+    const int fd = std::atoi(name.c_str());
+    if (fd > 2) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  std::vector<std::string> args{"kernel-lab"};
+  args.insert(args.end(), app.opt.command_line.begin(), app.opt.command_line.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::execv("/proc/self/exe", argv.data());
+  return std::string("execv /proc/self/exe: ") + std::strerror(errno);
 }
 
 void recover_gpu(GuiApp& app, const std::string& error) {
@@ -109,8 +189,28 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   trace("reset done");
   if (!why.empty()) {
     const std::string saved = save_before_exit(app);
+    // A new process gets the device back where this one cannot: start again, unless that
+    // would loop (a fault before any frame ran since the last start) or is switched off.
+    std::string no_restart;
+    if (std::getenv("LAB_NO_RESTART"))
+      no_restart = "LAB_NO_RESTART is set";
+    else if (app.recovery.waiting)
+      no_restart = "it faulted again before a frame ran since the last recovery";
+    else if (::access("/proc/self/exe", X_OK) != 0)
+      no_restart = "/proc/self/exe cannot be run";
+    if (no_restart.empty()) {
+      app.recovery.restart = true;
+      app.recovery.restart_message =
+          "The GPU faulted (" + error + "). This process could not get the device back (" + why +
+          "), so Kernel Lab started itself again" +
+          (back.empty() ? "." : "; " + back + ". Your kernel is still in the editor.");
+      std::fprintf(stderr, "kernel-lab: the GPU faulted (%s); starting again\n", error.c_str());
+      app.quit = true;
+      return;
+    }
     app.ui.message = "The GPU faulted (" + error + ") and could not be brought back: " + why +
-                     ". Kernel Lab has to exit; saved " + saved + ".";
+                     "; Kernel Lab cannot start again (" + no_restart +
+                     "), so it has to exit; saved " + saved + ".";
     std::fprintf(stderr, "kernel-lab: error: %s\n", app.ui.message.c_str());
     app.gpu_lost = true;
     app.exit_code = 70;

@@ -87,10 +87,11 @@ std::string reset_device() {
   cudaGetLastError();
   cudaError_t e = cudaDeviceReset();
   // The new context, made now. The driver may still be tearing the faulted one down and answer
-  // "busy or unavailable" for a moment: it gets 5 s, or LAB_RESET_WAIT_S (up to 60: the H200
-  // host refused for all of 5 s; a longer wait tells whether it ever gives one back).
+  // "busy or unavailable" for a moment: it gets 0.5 s, or LAB_RESET_WAIT_S (up to 60). The H200
+  // host refused for all of 30 s, so the GUI starts itself again instead (ui/recovery.cpp), and
+  // a long wait here would only delay that.
   const char* wait_env = std::getenv("LAB_RESET_WAIT_S");
-  const double wait_s = wait_env ? std::clamp(std::atof(wait_env), 0.1, 60.0) : 5.0;
+  const double wait_s = wait_env ? std::clamp(std::atof(wait_env), 0.1, 60.0) : 0.5;
   const auto start = std::chrono::steady_clock::now();
   const auto waited = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
