@@ -398,6 +398,10 @@ PipelineConfig without_live(const PipelineConfig& p);
 // rebuilt, and the last frame sent again; one banner says so. When the device cannot be brought
 // back, the editor and the pipeline are saved and the lab quits with code 70.
 void recover_gpu(GuiApp& app, const std::string& error);
+// LAB_TRACE_RECOVERY=1: a recovery's steps on stderr, with the time since the fault (diagnosing
+// a driver that is slow to give the device back).
+void recovery_trace(const GuiApp& app, const char* step);
+
 // Starting again after a fault. The H200's driver gives no new context to a process that
 // faulted, even after cudaDeviceReset: only a new process gets one. The lab then replaces its
 // own image (execv of /proc/self/exe, same command line, same PID, so a shell or a test waiting

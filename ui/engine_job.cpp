@@ -108,6 +108,7 @@ void engine_frame(GuiApp& app, bool wait) {
         app.recovery.waiting = false;
         app.recovery.live_ms =
             std::chrono::duration<double, std::milli>(Clock::now() - app.recovery.fault_at).count();
+        recovery_trace(app, "the first frame ran");
       }
       display_result(app, r);
       live_frame_ran(app, r);

@@ -346,10 +346,12 @@ int run_gui(const GuiOptions& given) {
     if (at != std::string::npos) app.ui.message.insert(at + again.size(), ms);
     std::fprintf(stderr, "kernel-lab: %s\n", app.ui.message.c_str());
   }
+  if (restart) recovery_trace(app, "the new start runs");
   app.runner = std::make_unique<Runner>(opt.backend);
   if (opt.backend == Backend::Cuda) app.runner->set_upload_mode(opt.upload);
   set_frame_memory_pinned(opt.backend == Backend::Cuda && opt.upload == UploadMode::Pinned);
   if (opt.backend == Backend::Cuda) app.copy_gbs = measure_copy_bandwidth();
+  if (restart) recovery_trace(app, "CUDA context made, copy bandwidth measured");
   open_input(app, opt.input);
   std::snprintf(app.ui.input_edit, sizeof app.ui.input_edit, "%s", opt.input.c_str());
   app.ui.preset_path = config_dir() + "/default.json";
@@ -460,6 +462,7 @@ int run_gui(const GuiOptions& given) {
       if (scripted && frame == 0) {
         for (int i = 0; i < 250 && app.capture->stats().captured == 0; ++i)
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (app.recovery.restarted) recovery_trace(app, "the first UI frame, the source open");
       }
       if (scripted && app.live.job.valid())  // reproducible, like jobs (its trial is bounded)
         app.live.job.wait_for(std::chrono::seconds(120));

@@ -18,13 +18,14 @@
 
 namespace lab::ui {
 
-namespace {
-// LAB_TRACE_RECOVERY=1: each step on stderr (diagnosing a driver that misbehaves after a reset).
-void trace(const char* step) {
+void recovery_trace(const GuiApp& app, const char* step) {
   static const bool on = std::getenv("LAB_TRACE_RECOVERY") != nullptr;
-  if (on) std::fprintf(stderr, "kernel-lab: recovery: %s\n", step);
+  if (!on) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              app.recovery.fault_at)
+                        .count();
+  std::fprintf(stderr, "kernel-lab: recovery: %s (%.0f ms after the fault)\n", step, ms);
 }
-}  // namespace
 
 PipelineConfig without_live(const PipelineConfig& p) {
   PipelineConfig out;
@@ -166,15 +167,15 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   std::optional<HostImage> frame;
   if (app.last_input) frame = HostImage(*app.last_input);
   app.last_input.reset();
-  trace("capture");
+  recovery_trace(app, "capture");
   app.capture.reset();
-  trace("runner");
+  recovery_trace(app, "runner");
   app.runner.reset();
-  trace("staging");
+  recovery_trace(app, "staging");
   app.staging = Staging{};
-  trace("interop");
+  recovery_trace(app, "interop");
   app.interop.reset();
-  trace("counters");
+  recovery_trace(app, "counters");
   app.counters.reset();
   app.live.running.reset();
   // The warm trial child's context goes too: the device is then the lab's alone while it is
@@ -182,11 +183,11 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   app.live.trial.reset();
   app.view.launches.clear();  // their kernel handles belong to the old context
   const bool cuda = app.opt.backend == Backend::Cuda;
-  trace("reset");
+  recovery_trace(app, "reset");
   std::string why = cuda ? reset_device() : "";
   if (std::getenv("LAB_SIMULATE_RESET_FAILURE"))  // tests: a driver that refuses, as the H200's did
     why = "CUDA-capable device(s) is/are busy or unavailable (simulated for a test)";
-  trace("reset done");
+  recovery_trace(app, "reset done");
   if (!why.empty()) {
     const std::string saved = save_before_exit(app);
     // A new process gets the device back where this one cannot: start again, unless that
@@ -221,12 +222,12 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   }
   app.runner = std::make_unique<Runner>(app.opt.backend);
   if (cuda) app.runner->set_upload_mode(app.opt.upload);
-  trace("new runner made");
+  recovery_trace(app, "new runner made");
   app.interop.init(cuda);  // the texture and buffer are registered again at their next write
   app.uploaded.clear();    // the viewport re-uploads
-  trace("interop");
+  recovery_trace(app, "interop");
   open_input(app, app.opt.input);
-  trace("input");
+  recovery_trace(app, "input");
   app.resend = std::move(frame);
   app.ui.pipeline_dirty = true;
   app.ui.graph_dirty = app.ui.graph;
