@@ -53,6 +53,12 @@ void engine_frame(GuiApp& app, bool wait) {
                       (unsigned long long)app.job_number, s);
         app.stale = std::string(buf) +
                     (at.empty() ? " (the GPU has not finished it)" : ": waiting on " + at);
+        // The first frame after starting again waits on the driver, not on a kernel of this
+        // process: the H200's ran it 19 s after the fault.
+        if (app.recovery.restarted && app.recovery.waiting)
+          app.stale +=
+              "; the first frame since the GPU fault, which the driver may hold back "
+              "for a while (19 s on an H200)";
       }
       return;
     }
