@@ -312,7 +312,11 @@ int cmd_list(const ListOptions& o) {
                                  {"expect", v.expect},
                                  {"ceiling", v.ceiling},
                                  {"blocks", blocks},
-                                 {"default_block", v.default_block.str()}});
+                                 {"default_block", v.default_block.str()},
+                                 {"fuses", v.fuses},
+                                 {"inputs", v.inputs.empty() ? op.def.inputs : v.inputs},
+                                 {"outputs", v.outputs.empty() ? op.def.outputs : v.outputs},
+                                 {"approx", v.approx}});
       }
       if (op.def.lab_inputs)
         e["playground"] = {{"story", op.def.story},
@@ -356,6 +360,16 @@ int cmd_list(const ListOptions& o) {
                                                                                 : "")
                 << "\n";
       if (!vd.expect.empty()) std::cout << "      expect: " << vd.expect << "\n";
+      if (!vd.fuses.empty() || !vd.inputs.empty() || !vd.outputs.empty()) {
+        std::string fuses, in, out;
+        for (const auto& s : vd.fuses) fuses += (fuses.empty() ? "" : ", ") + s;
+        for (const auto& s : vd.inputs.empty() ? d.inputs : vd.inputs)
+          in += (in.empty() ? "" : ", ") + s;
+        for (const auto& s : variant_outputs(op, v)) out += (out.empty() ? "" : ", ") + s;
+        std::cout << "      slots: " << in << " -> " << out
+                  << (fuses.empty() ? "" : "; does the work of " + fuses + " (skipped)") << "\n";
+      }
+      if (!vd.approx.empty()) std::cout << "      compared: " << vd.approx << "\n";
       std::cout << "      blocks:";
       for (const auto& b : vd.blocks)
         std::cout << " " << b.str() << (b == vd.default_block ? "*" : "");
@@ -391,8 +405,13 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
     for (size_t i = 0; i < r.stages().size(); ++i) {
       const auto& st = r.stages()[i];
       if (!selected(o.stages, st.op->def.name)) continue;
+      if (r.skipped(i) && !r.disabled(i)) {  // its slots are the fused variant's to write
+        std::printf("%-10s skipped: fused into %s\n", st.op->def.name.c_str(),
+                    r.fused_into(i).c_str());
+        continue;
+      }
       size_t nonfinite = 0, n = 0;
-      for (const auto& name : st.op->def.outputs) {
+      for (const auto& name : st.outputs()) {
         const HostImage img = r.read_slot(name);
         if (img.desc().type != PixelType::F32) {  // integers: every bit pattern is a value
           n += img.desc().pixels() * size_t(img.desc().channels);
@@ -477,6 +496,7 @@ std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double cop
   spec.both_math = o.sweep_math;
   for (size_t i = 0; i < r.stages().size(); ++i) {
     if (!selected(o.stages, r.stages()[i].op->def.name)) continue;
+    fill_fused_slots(r, i);  // unfused variants read slots a fused configuration never writes
     for (const ResolvedStage& cfg : ladder_configs(r, i, spec)) {
       LadderStep step;
       try {
@@ -785,10 +805,15 @@ HostImage take_rows(const HostImage& img, const std::vector<int>& rows, bool key
 }  // namespace
 
 void dump_slots(const Runner& r, const std::string& folder) {
-  std::set<std::string> unwritten;  // outputs of stages a fused variant did the work of
+  // Outputs of stages a fused variant did the work of, unless a stage that ran wrote them (the
+  // fused front writes blur, which sample reads).
+  std::set<std::string> unwritten;
   for (size_t i = 0; i < r.stages().size(); ++i)
     if (r.skipped(i) && !r.disabled(i))
       for (const auto& name : r.stages()[i].op->def.outputs) unwritten.insert(name);
+  for (size_t i = 0; i < r.stages().size(); ++i)
+    if (!r.skipped(i))
+      for (const auto& name : r.stages()[i].outputs()) unwritten.erase(name);
   int index_width = 1;  // the top-K index y * W + x is over the NMS map
   for (const SlotInfo& s : r.slots())
     if (s.name == "nms") index_width = s.desc.width;

@@ -192,6 +192,23 @@ TEST_SUITE("cpu") {
     CHECK(has(fr, "skipped: fused into l2norm/v3_fused_sample"));
     CHECK_FALSE(fs::exists(f / "patches.npy"));
     CHECK(fs::exists(f / "descriptors.npy"));
+    // The fused dense front: blur, sobel and harris skipped; blur.npy is written (by the fused
+    // variant: sample reads it), the gradients and the response are not.
+    const fs::path ff = scratch_dir() / "front";
+    const Result ff_run = lab_cli("run" + kCpu + "--input synthetic:320x200 --size 160x96 " +
+                                  "--variant nms=v5_fused_front --dump " + ff.string());
+    INFO(ff_run.out);
+    CHECK(ff_run.code == 0);
+    CHECK(has(ff_run, "skipped: fused into nms/v5_fused_front"));
+    for (const char* slot : {"blur", "nms", "keypoints", "descriptors"})
+      CHECK_MESSAGE(fs::exists(ff / (std::string(slot) + ".npy")), slot);
+    for (const char* slot : {"grad_x", "grad_y", "harris"})
+      CHECK_MESSAGE(!fs::exists(ff / (std::string(slot) + ".npy")), slot);
+    const Result fc = lab_cli("check" + kCpu + "--input synthetic:320x200 --size 160x96 " +
+                              "--variant nms=v5_fused_front");
+    INFO(fc.out);
+    CHECK(fc.code == 0);
+    CHECK(has(fc, "skipped: fused into nms/v5_fused_front"));
     // The harris pipeline stops at the response.
     const fs::path h = scratch_dir() / "harris";
     CHECK(lab_cli("run" + kCpu + "--pipeline harris --input synthetic:64x48 --dump " + h.string())

@@ -59,12 +59,21 @@ TEST_SUITE("cpu") {
         CHECK((op.fast_launch[v] != nullptr));
         CHECK((vd.launch != op.fast_launch[v]));  // really two compilations
         CHECK(!vd.delta.empty());
-        // A fused variant reads slots written earlier and replaces an earlier op.
+        // A fused variant reads slots written earlier and replaces earlier ops; slots of its
+        // own are the op's first, then slots earlier ops write, with a shape rule for them.
         for (const std::string& in : vd.inputs)
           CHECK((optional_slot(in) || produced.count(in) == 1));
-        if (!vd.fuses.empty()) {
-          CHECK(produced.count(find_op(vd.fuses).def.outputs[0]) == 1);
+        for (const std::string& fused : vd.fuses) {
+          INFO(fused);
+          CHECK(produced.count(find_op(fused).def.outputs[0]) == 1);
           CHECK((vd.reference != nullptr));
+        }
+        if (!vd.outputs.empty()) {
+          CHECK((vd.shape != nullptr));
+          CHECK(vd.outputs.size() >= op.def.outputs.size());
+          for (size_t k = 0; k < vd.outputs.size(); ++k)
+            CHECK((k < op.def.outputs.size() ? vd.outputs[k] == op.def.outputs[k]
+                                             : produced.count(vd.outputs[k]) == 1));
         }
         CHECK(block_refusal(vd, vd.default_block, nullptr).empty());
         for (const Block& b : vd.blocks) CHECK(b.threads() <= 1024);

@@ -2,9 +2,13 @@
 // ties and plateaus in the NMS window, a bright pixel in each corner, fewer survivors than K, K
 // larger than the image, keypoints on the border (sampling clamps), a constant patch. Each case
 // runs on the CPU reference (suite cpu) and on every GPU variant in both math modes (suite gpu).
-// Also: the fused variants, the CUDA graph, and run --dump's keypoint files.
+// Also: the fused variants (nms v5_fused_front: the dense front in one kernel, its comparison),
+// the CUDA graph, and run --dump's keypoint files.
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <set>
 #include <functional>
 #include <map>
@@ -72,6 +76,7 @@ void for_each_config(bool gpu, const std::string& op,
 
 void nms_cases(bool gpu) {
   for_each_config(gpu, "nms", [](Backend b, const std::string& v, MathMode m) {
+    if (v == "v5_fused_front") return;  // reads the letterbox plane: the fused front's cases below
     {  // a bright pixel in each corner of 17x13: all four kept, nothing else
       HostImage h = plane(17, 13);
       auto p = h.view<float>();
@@ -275,6 +280,203 @@ void fused_descriptor_case(Backend b, MathMode m) {
   CHECK(fused.r->compare(1, ref, m).pass());
 }
 
+// ---- nms v5_fused_front: the dense front in one kernel ------------------------------------------
+
+constexpr size_t kBlur = 1, kSobel = 2, kHarris = 3, kNms = 4;
+const char* const kFront = "nms/v5_fused_front";
+
+bool same_bytes(const HostImage& a, const HostImage& b) {
+  return a.desc() == b.desc() && std::memcmp(a.bytes(), b.bytes(), a.desc().bytes()) == 0;
+}
+
+// The default keypoint pipeline at `size` on `in`, with the extra overrides; every output
+// poisoned before the run.
+std::unique_ptr<Runner> run_pipeline(Backend b, const HostImage& in, const std::string& size,
+                                     const std::vector<std::string>& variants,
+                                     const std::vector<std::string>& params = {},
+                                     const std::string& math = "precise",
+                                     const std::vector<std::string>& blocks = {}) {
+  PipelineConfig p = default_pipeline();
+  apply_size(p, size);
+  apply_math(p, math);
+  for (const std::string& v : variants) apply_variant(p, v);
+  for (const std::string& v : params) apply_param(p, v);
+  for (const std::string& v : blocks) apply_block(p, v);
+  auto r = std::make_unique<Runner>(b);
+  r->configure(p, in.desc());
+  r->set_input(in);
+  for (size_t i = 0; i < r->stages().size(); ++i) r->poison_outputs(i);
+  r->run();
+  return r;
+}
+
+// The runner's bookkeeping of the fused front, and (on the CPU) its reference against the four
+// stages' references, which must agree bit for bit: the same functions, in the same order.
+void fused_front_cpu_case(const std::string& file, const std::string& size) {
+  INFO(file << " -> " << size);
+  const HostImage in = io::load_image(data_path(file));
+  for (const std::string k : {"harris.k=0.04", "harris.k=0.06"}) {
+    INFO(k);
+    const auto four = run_pipeline(Backend::Cpu, in, size, {}, {k});
+    const auto one = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front"}, {k});
+    for (size_t i : {kBlur, kSobel, kHarris}) {
+      CHECK_FALSE(four->skipped(i));
+      CHECK(one->skipped(i));
+      CHECK_FALSE(one->disabled(i));
+      CHECK(one->fused_into(i) == kFront);
+    }
+    CHECK_FALSE(one->skipped(kNms));
+    CHECK(one->fused_into(0).empty());
+    CHECK(one->fused_into(kNms).empty());
+    CHECK(one->stages()[kNms].outputs() == std::vector<std::string>{"nms", "blur"});
+    for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+      CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)), slot);
+    // The bytes model: one plane read, two written (nms alone: one read, one written).
+    const double plane = double(four->read_slot("nms").desc().bytes());
+    CHECK(four->stage_bytes(kNms) == 2 * plane);
+    CHECK(one->stage_bytes(kNms) == 3 * plane);
+    // Against its own reference (here the run was that reference): exact, no flips.
+    const DiffStats d = one->compare(kNms, one->reference(kNms), MathMode::Precise);
+    CHECK_MESSAGE(d.pass(), d.detail());
+    CHECK(d.max_abs == 0);
+    CHECK(d.note.empty());
+  }
+  // k reaches the fused variant: another k, another map.
+  const auto a = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front"}, {"harris.k=0.04"});
+  const auto b = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front"}, {"harris.k=0.06"});
+  CHECK_FALSE(same_bytes(a->read_slot("nms"), b->read_slot("nms")));
+}
+
+// The CPU chain's Harris response from a letterbox plane (the registry's references).
+HostImage chain_harris(const HostImage& lb) {
+  const ImageDesc d = lb.desc();
+  HostImage bl(d), gx(d), gy(d), r(d);
+  auto run = [](const char* op, std::vector<ImageRef> in, std::vector<ImageRef> out) {
+    StageArgs a;
+    a.in = std::move(in), a.out = std::move(out);
+    find_op(op).def.reference(a);
+  };
+  run("blur", {lb.ref()}, {bl.ref()});
+  run("sobel", {bl.ref()}, {gx.ref(), gy.ref()});
+  run("harris", {gx.ref(), gy.ref()}, {r.ref()});
+  return r;
+}
+
+// The fused front's comparison on constructed cases: a 2x2 bright square, whose responses come
+// in mirror pairs equal but for rounding (near ties), and a bright rectangle's corner, a strict
+// maximum.
+void fused_front_compare_cases() {
+  const Op& nms = find_op("nms");
+  const VariantDef& v5 = nms.def.variants.at(size_t(nms.find_variant("v5_fused_front")));
+  REQUIRE((v5.reference && v5.compare));
+  HostImage lb = plane(48, 40, 0.1f);
+  for (int y = 12; y < 14; ++y)
+    for (int x = 12; x < 14; ++x) lb.view<float>().at(x, y) = 0.9f;
+  for (int y = 24; y < 40; ++y)
+    for (int x = 30; x < 48; ++x) lb.view<float>().at(x, y) = 0.8f;
+  const ImageDesc desc = lb.desc();
+  const std::vector<HostImage> in{lb};
+  const std::vector<std::string> names{"nms", "blur"};
+  auto reference = [&](const ParamMap& p) {
+    std::vector<HostImage> ref{HostImage(desc), HostImage(desc)};
+    v5.reference(StageArgs{{lb.ref()}, {ref[0].ref(), ref[1].ref()}, p, {}});
+    return ref;
+  };
+  auto compare = [&](const std::vector<HostImage>& got, const std::vector<HostImage>& ref,
+                     const ParamMap& p) {
+    const CompareArgs a{
+        &in, &got, &ref, &names, &v5, nms.tolerance(MathMode::Precise), MathMode::Precise, &p};
+    return v5.compare(a);
+  };
+  const ParamMap none;
+  const std::vector<HostImage> ref = reference(none);
+  const HostImage r_img = chain_harris(lb);
+  const auto r = r_img.view<const float>();
+  const auto kept = ref[0].view<const float>();
+  double r_max = 0;
+  for (int y = 0; y < desc.height; ++y)
+    for (int x = 0; x < desc.width; ++x) r_max = std::max(r_max, std::abs(double(r.at(x, y))));
+  const double tau = 1e-12 + 1e-5 * r_max, thr = 1e-3;
+  auto others = [&](int x, int y) {  // the largest other response of the 5x5 window
+    double m = -INFINITY;
+    for (int yy = std::max(0, y - 2); yy <= std::min(desc.height - 1, y + 2); ++yy)
+      for (int xx = std::max(0, x - 2); xx <= std::min(desc.width - 1, x + 2); ++xx)
+        if (xx != x || yy != y) m = std::max(m, double(r.at(xx, yy)));
+    return m;
+  };
+  // A kept pixel with a near tie in its window, and one that is a strict maximum.
+  int tx = -1, ty = -1, sx = -1, sy = -1;
+  for (int y = 0; y < desc.height; ++y)
+    for (int x = 0; x < desc.width; ++x) {
+      if (kept.at(x, y) == 0) continue;
+      const double gap = r.at(x, y) - others(x, y);
+      if (gap <= 2 * tau && tx < 0) tx = x, ty = y;
+      if (gap > 100 * tau && r.at(x, y) - thr > 100 * tau && sx < 0) sx = x, sy = y;
+    }
+  REQUIRE_MESSAGE(tx >= 0, "the square gives no near tie");
+  REQUIRE_MESSAGE(sx >= 0, "the corner gives no strict maximum");
+  auto edited = [&](int x, int y, float v, int slot = 0) {
+    std::vector<HostImage> got = ref;
+    got[size_t(slot)].view<float>().at(x, y) = v;
+    return got;
+  };
+  {  // the reference itself: exact
+    const DiffStats d = compare(ref, ref, none);
+    CHECK(d.pass());
+    CHECK(d.note.empty());
+  }
+  {  // a near tie dropped: accepted, and said
+    const DiffStats d = compare(edited(tx, ty, 0.0f), ref, none);
+    CHECK_MESSAGE(d.pass(), d.detail());
+    CHECK(d.note == "1 near-tie NMS flip accepted");
+    CHECK(d.detail().find("near-tie") != std::string::npos);
+  }
+  {  // a strict maximum dropped: a genuine mismatch
+    const DiffStats d = compare(edited(sx, sy, 0.0f), ref, none);
+    CHECK_FALSE(d.pass());
+    CHECK(d.bad_x == sx);
+    CHECK(d.bad_y == sy);
+  }
+  {  // a pixel kept that is no maximum: a genuine mismatch
+    const DiffStats d = compare(edited(sx + 1, sy, r.at(sx + 1, sy)), ref, none);
+    CHECK_FALSE(d.pass());
+  }
+  // A near tie the CPU drops: kept with R there, accepted; kept with another value, not.
+  int qx = -1, qy = -1;
+  for (int y = 0; y < desc.height && qx < 0; ++y)
+    for (int x = 0; x < desc.width && qx < 0; ++x)
+      if (kept.at(x, y) == 0 && r.at(x, y) > thr && others(x, y) - r.at(x, y) <= 2 * tau)
+        qx = x, qy = y;
+  REQUIRE_MESSAGE(qx >= 0, "the square gives no near tie the CPU drops");
+  CHECK(compare(edited(qx, qy, r.at(qx, qy)), ref, none).pass());
+  CHECK_FALSE(compare(edited(qx, qy, float(r.at(qx, qy) + 10 * tau)), ref, none).pass());
+  const float v = kept.at(sx, sy);
+  {  // a kept value within tau passes; 10 tau off fails
+    CHECK(compare(edited(sx, sy, float(v + 0.5 * tau)), ref, none).pass());
+    CHECK_FALSE(compare(edited(sx, sy, float(v + 10 * tau)), ref, none).pass());
+  }
+  {  // the threshold: a maximum within tau of it may be dropped, one further above it not
+    const ParamMap near{{"threshold", v - 0.5 * tau}}, far{{"threshold", v - 10 * tau}};
+    const std::vector<HostImage> ref_near = reference(near), ref_far = reference(far);
+    REQUIRE(ref_near[0].view<float>().at(sx, sy) == v);
+    REQUIRE(ref_far[0].view<float>().at(sx, sy) == v);
+    std::vector<HostImage> got = ref_near;
+    got[0].view<float>().at(sx, sy) = 0.0f;
+    CHECK(compare(got, ref_near, near).pass());
+    got = ref_far;
+    got[0].view<float>().at(sx, sy) = 0.0f;
+    CHECK_FALSE(compare(got, ref_far, far).pass());
+  }
+  // Unwritten (NaN) values fail, in either plane; the blur plane is held to blur's bound.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK_FALSE(compare(edited(0, 0, nan), ref, none).pass());
+  CHECK_FALSE(compare(edited(tx, ty, nan), ref, none).pass());
+  CHECK_FALSE(compare(edited(5, 5, nan, 1), ref, none).pass());
+  const float b = ref[1].view<float>().at(5, 5);
+  CHECK(compare(edited(5, 5, b + 1e-7f, 1), ref, none).pass());
+  CHECK_FALSE(compare(edited(5, 5, b + 1e-4f, 1), ref, none).pass());
+}
+
 }  // namespace
 
 TEST_SUITE("cpu") {
@@ -292,6 +494,14 @@ TEST_SUITE("cpu") {
   }
   TEST_CASE("fused sample + l2norm reference equals the two stages; the pipeline skips sample") {
     fused_descriptor_case(Backend::Cpu, MathMode::Precise);
+  }
+  TEST_CASE("fused dense front: the runner skips blur, sobel, harris; the references agree") {
+    fused_front_cpu_case("box_in_scene.png", "320x184");
+    fused_front_cpu_case("graf1.png", "101x57");
+    fused_front_cpu_case("graf1.png", "7x5");
+  }
+  TEST_CASE("fused dense front: its comparison passes near ties, fails genuine mismatches") {
+    fused_front_compare_cases();
   }
   TEST_CASE("the keypoints pipeline has eight stages, the harris pipeline four") {
     CHECK(default_pipeline().stages.size() == 8);
@@ -321,6 +531,49 @@ TEST_SUITE("gpu") {
   LAB_GPU_CASE("fused sample + l2norm on the GPU equals the two stages") {
     fused_descriptor_case(Backend::Cuda, MathMode::Precise);
     fused_descriptor_case(Backend::Cuda, MathMode::Fast);
+  }
+
+  LAB_GPU_CASE(
+      "fused dense front on the GPU: the four default kernels' bytes, every block and "
+      "math mode, real images") {
+    const Op& nms = find_op("nms");
+    const VariantDef& v5 = nms.def.variants.at(size_t(nms.find_variant("v5_fused_front")));
+    for (const std::string file : {"box_in_scene.png", "graf1.png"}) {
+      const HostImage in = io::load_image(data_path(file));
+      for (const std::string size : {"1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
+        for (const std::string math : {"precise", "fast"}) {
+          INFO(file << " -> " << size << " " << math);
+          const MathMode m = math == "fast" ? MathMode::Fast : MathMode::Precise;
+          const auto four = run_pipeline(Backend::Cuda, in, size, {}, {}, math);
+          REQUIRE(four->stages()[kNms].variant_def().name == "v3_rows");
+          bool compared = false;
+          for (const Block& b : v5.blocks) {
+            INFO("block " << b.str());
+            const auto one = run_pipeline(Backend::Cuda, in, size, {"nms=v5_fused_front"}, {}, math,
+                                          {"nms=" + b.str()});
+            for (size_t i : {kBlur, kSobel, kHarris}) CHECK(one->fused_into(i) == kFront);
+            CHECK(one->launches().size() + 3 == four->launches().size());
+            for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+              CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)), slot);
+            if (compared) continue;
+            // And against the CPU chain, by its comparison rule (once per image, size, math).
+            const DiffStats d = one->compare(kNms, one->reference(kNms), m);
+            CHECK_MESSAGE(d.pass(), d.detail());
+            MESSAGE(file << " -> " << size << " " << math << ": fused front vs the CPU chain: max "
+                         << d.max_abs << ", limit " << d.limit << " " << d.detail());
+            // topk after it sees the same map: the same keypoints as after the four kernels.
+            CHECK(rows_of(one->read_slot("keypoints")) == rows_of(four->read_slot("keypoints")));
+            compared = true;
+          }
+        }
+      // harris.k reaches the kernel.
+      const auto four = run_pipeline(Backend::Cuda, in, "1001x333", {}, {"harris.k=0.06"});
+      const auto one =
+          run_pipeline(Backend::Cuda, in, "1001x333", {"nms=v5_fused_front"}, {"harris.k=0.06"});
+      CHECK(same_bytes(four->read_slot("nms"), one->read_slot("nms")));
+      CHECK_FALSE(same_bytes(four->read_slot("nms"),
+                             run_pipeline(Backend::Cuda, in, "1001x333", {})->read_slot("nms")));
+    }
   }
 
   LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {

@@ -413,8 +413,7 @@ FrameResult run_job(Runner& r, JobInput in) {
         StageCompare c = compare_stage(r, i);
         d.reference = std::move(c.reference);
         d.stats = c.diff;
-        for (const auto& name : r.stages()[i].op->def.outputs)
-          d.output.push_back(r.read_slot(name));
+        for (const auto& name : r.stages()[i].outputs()) d.output.push_back(r.read_slot(name));
         out.diff.push_back(std::move(d));
       }
       out.compared = true;

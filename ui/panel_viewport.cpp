@@ -25,8 +25,15 @@ const HostImage* reference_of(const GuiApp& app, const std::string& slot,
                               const HostImage** output = nullptr) {
   for (const StageDiff& d : app.ui.diff) {
     const Op& op = find_op(d.stage);
-    for (size_t k = 0; k < op.def.outputs.size(); ++k)
-      if (op.def.outputs[k] == slot && k < d.reference.size()) {
+    // The slots of the stage's configured variant (the fused front's diff holds nms and blur).
+    const std::vector<std::string>* outs = &op.def.outputs;
+    for (const StageConfig& s : app.ui.pipeline.stages)
+      if (s.op == d.stage && !s.custom) {
+        const int v = s.variant.empty() ? int(op.default_variant()) : op.find_variant(s.variant);
+        if (v >= 0) outs = &variant_outputs(op, size_t(v));
+      }
+    for (size_t k = 0; k < outs->size(); ++k)
+      if ((*outs)[k] == slot && k < d.reference.size()) {
         if (output) *output = k < d.output.size() ? &d.output[k] : nullptr;
         return &d.reference[k];
       }

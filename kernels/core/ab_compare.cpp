@@ -21,10 +21,10 @@ namespace {
 AbSide run_side(Runner& r, size_t i, const ResolvedStage& cfg, const MeasureOptions& m,
                 CounterCollector* counters, CopyCeiling& copy, const std::function<void()>& tick) {
   AbSide s;
-  r.poison_outputs(i);  // an unwritten value shows as NaN in both diffs
+  r.poison_outputs(i, &cfg);  // an unwritten value shows as NaN in both diffs
   s.step = measure_step(r, i, cfg, m, counters, copy);
   if (tick) tick();
-  for (const std::string& name : cfg.op->def.outputs) s.outputs.push_back(r.read_slot(name));
+  for (const std::string& name : cfg.outputs()) s.outputs.push_back(r.read_slot(name));
   if (cfg.reference()) s.vs_reference = r.compare(i, r.reference(i, &cfg), cfg.math, &cfg);
   if (tick) tick();
   return s;
@@ -44,9 +44,10 @@ AbCompare compare_ab(Runner& r, size_t i, const ResolvedStage& a, const Resolved
                                       ": pin A on the same stage");
   AbCompare c;
   c.stage = i;
-  c.output_names = b.op->def.outputs;
+  c.output_names = b.outputs();  // the op's own first: A's and B's line up on those
   CopyCeiling copy;
   const MeasureOptions opts = step_options(r, m);
+  fill_fused_slots(r, i);  // an unfused B reads slots a fused A's pipeline never wrote
   try {
     c.a = run_side(r, i, a, opts, counters, copy, tick);
     c.b = run_side(r, i, b, opts, counters, copy, tick);

@@ -84,6 +84,7 @@ std::string DiffStats::detail() const {
     std::snprintf(buf, sizeof buf, "%smax %.3g ulp", s.empty() ? "" : ", ", max_ulp);
     s += buf;
   }
+  if (!note.empty()) s += (s.empty() ? "" : ", ") + note;
   if (!fail.empty()) s += (s.empty() ? "" : ": ") + fail;
   return s;
 }
@@ -135,6 +136,7 @@ void merge_diff(DiffStats& into, const DiffStats& o) {
     into.has_cosine = true;
   }
   if (into.fail.empty()) into.fail = o.fail;
+  if (!o.note.empty()) into.note += (into.note.empty() ? "" : ", ") + o.note;
   const size_t n = into.count + o.count;
   // PSNR: combine the mean squared errors over the same peak (the larger of the two).
   auto mse_of = [](const DiffStats& s) {

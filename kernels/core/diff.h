@@ -36,11 +36,15 @@ struct DiffStats {
   // playground); NaN when not reported.
   double max_ulp = NAN;
   std::string fail;  // why an op's own comparison failed (empty: see `over`)
+  // What an op's own comparison accepted that an exact one would not, in a few words ("2
+  // near-tie NMS flips accepted"); empty: nothing.
+  std::string note;
 
   double precision() const { return set_got ? double(set_matched) / double(set_got) : 1.0; }
   double recall() const { return set_ref ? double(set_matched) / double(set_ref) : 1.0; }
   bool pass() const { return over == 0 && count > 0 && fail.empty(); }
-  // "P 1.000 R 1.000 4096/4096 kp" and/or "cos min 0.99999 mean 1.00000"; empty when neither.
+  // "P 1.000 R 1.000 4096/4096 kp" and/or "cos min 0.99999 mean 1.00000", then the note; empty
+  // when there is none of these.
   std::string detail() const;
 };
 

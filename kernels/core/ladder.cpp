@@ -196,6 +196,7 @@ Ladder run_ladder(Runner& r, size_t i, const LadderSpec& spec, const MeasureOpti
   if (gpu) l.copy_gbs = measure_copy_bandwidth();
   CopyCeiling copy;
   const std::vector<ResolvedStage> configs = ladder_configs(r, i, spec);
+  fill_fused_slots(r, i);  // the unfused steps read slots a fused configuration never writes
   try {
     for (size_t k = 0; k < configs.size(); ++k) {
       try {

@@ -265,8 +265,14 @@ std::string ncu_command(const std::string& exe, const std::string& input_args,
 
 // ---- checking -------------------------------------------------------------------------------
 
+void fill_fused_slots(Runner& r, size_t i) {
+  for (size_t j = 0; j < i && j < r.stages().size(); ++j)
+    if (r.skipped(j) && !r.disabled(j)) r.run_stage(j);
+}
+
 std::vector<CheckResult> check_stage(Runner& r, size_t i, bool quick,
                                      const std::function<void(const CheckResult&)>& each) {
+  fill_fused_slots(r, i);
   const ResolvedStage configured = r.stages().at(i);
   const DeviceInfo* dev = r.backend() == Backend::Cuda ? &device_info() : nullptr;
   // A fused variant has its own reference (over other inputs): one per reference function.
@@ -285,7 +291,7 @@ std::vector<CheckResult> check_stage(Runner& r, size_t i, bool quick,
         res.why = block_refusal(variants[v], b, dev);
         res.refused = !res.why.empty();
         if (!res.refused) {
-          r.poison_outputs(i);
+          r.poison_outputs(i, &res.cfg);
           try {
             r.run_stage(i, &res.cfg);
             res.launches = r.launches();

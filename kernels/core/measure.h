@@ -113,9 +113,15 @@ struct CheckResult {
   bool pass() const { return refused || diff.pass(); }
 };
 
+// Runs the stages before stage i that a fused variant skips (nms/v5_fused_front skips blur,
+// sobel and harris), so that the slots they write hold this frame's data: the other variants of
+// stage i, or a skipped stage checked on its own, read them.
+void fill_fused_slots(Runner& r, size_t i);
+
 // Every variant x allowed block (only the default block when quick) x math mode of stage i
-// against its CPU reference on the current input slots, each with its outputs poisoned first;
-// `each` sees every result as it is made. The stage's configured output is restored after.
+// against its CPU reference on the current input slots (fill_fused_slots first), each with its
+// outputs poisoned first; `each` sees every result as it is made. The stage's configured output
+// is restored after.
 std::vector<CheckResult> check_stage(Runner& r, size_t i, bool quick,
                                      const std::function<void(const CheckResult&)>& each = {});
 

@@ -100,10 +100,13 @@ struct VariantDef {
   Block default_block;
   LaunchFn launch = nullptr;
   SmemFn smem = nullptr;  // dynamic + static shared memory a block uses; null: none
-  // A fused variant does the work of the stage before it: `fuses` names that stage (the
-  // pipeline then skips it), `inputs` replaces the op's input slots and `reference` the op's
-  // reference. A slot name ending in '?' is optional: absent, the launcher sees a null image.
-  std::string fuses;
+  // A fused variant does the work of earlier stages: `fuses` names them (the pipeline then
+  // skips, for each name, the nearest earlier stage of that op), `inputs` replaces the op's
+  // input slots and `reference` the op's reference (the skipped stages' parameters reach both
+  // as "stage.name": fused_params()). A slot name ending in '?' is optional: absent, the
+  // launcher sees a null image. A fused variant that must still write a skipped stage's slot
+  // (one a later stage reads) also sets `outputs`, `shape` and `compare` below.
+  std::vector<std::string> fuses;
   std::vector<std::string> inputs;
   ReferenceFn reference = nullptr;
   // Non-empty for a variant whose result may legitimately differ from the reference (the
@@ -127,6 +130,13 @@ struct VariantDef {
   // The viewport's tile overlay (the output tile each block computed) takes the launch's grid.x
   // across the output's width and grid.y down its height; set when grid.x runs down the rows.
   bool grid_x_over_rows = false;
+  // A fused variant's own output slots, the op's own first (nms/v5_fused_front writes nms and
+  // blur): the runner allocates, poisons, writes, compares and counts these instead of the op's.
+  // With them, `shape` gives their descs from the variant's inputs, and `compare` (null: the
+  // op's) holds them to their bounds. Empty/null: the op's.
+  std::vector<std::string> outputs;
+  ShapeFn shape = nullptr;
+  CompareFn compare = nullptr;
 };
 
 // Playgrounds (kernels/lab/): an op that is a pipeline of its own, over inputs made from a size

@@ -59,6 +59,16 @@ P decode_params(const ParamMap& values) {
   return p;
 }
 
+// The parameters of a stage that a fused variant does the work of, as the runner passes them to
+// that variant ("harris.k" in nms's map -> "k"): decode them with that op's struct.
+inline ParamMap fused_params(const ParamMap& values, const std::string& stage) {
+  ParamMap out;
+  const std::string prefix = stage + ".";
+  for (const auto& [name, value] : values)
+    if (name.compare(0, prefix.size(), prefix) == 0) out[name.substr(prefix.size())] = value;
+  return out;
+}
+
 // Throws Error(Usage) naming the op and parameter for an unknown name, a value out of range
 // or a fractional value for an integer parameter.
 void validate_params(const std::string& op, const std::vector<ParamSpec>& specs,

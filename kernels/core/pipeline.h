@@ -33,6 +33,12 @@ struct PipelineConfig {
   std::vector<StageConfig> stages;
 };
 
+// The slots variant `v` of `op` writes: its own list when it has one, else the op's.
+inline const std::vector<std::string>& variant_outputs(const Op& op, size_t v) {
+  const VariantDef& vd = op.def.variants.at(v);
+  return vd.outputs.empty() ? op.def.outputs : vd.outputs;
+}
+
 // A stage checked against the registry and the device.
 struct ResolvedStage {
   const Op* op = nullptr;
@@ -49,8 +55,15 @@ struct ResolvedStage {
   const std::vector<std::string>& inputs() const {
     return variant_def().inputs.empty() ? op->def.inputs : variant_def().inputs;
   }
+  // The slots it writes (a fused variant may write a slot of a stage it skips: nms/
+  // v5_fused_front writes blur too), the op's own first.
+  const std::vector<std::string>& outputs() const { return variant_outputs(*op, variant); }
   ReferenceFn reference() const {
     return variant_def().reference ? variant_def().reference : op->def.reference;
+  }
+  ShapeFn shape() const { return variant_def().shape ? variant_def().shape : op->def.shape; }
+  CompareFn compare() const {
+    return variant_def().compare ? variant_def().compare : op->def.compare;
   }
   std::string label() const;  // "blur/v3_smem_tile 32x8 precise"
 };

@@ -139,13 +139,14 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
   for (size_t i = 0; i < stages.size(); ++i) {
     const ResolvedStage& s = stages[i];
     if (!s.enabled) skip[i] = true;
-    // A fused variant does the work of the nearest earlier stage it names.
-    if (s.enabled && !s.variant_def().fuses.empty())
-      for (size_t j = i; j-- > 0;)
-        if (stages[j].op->def.name == s.variant_def().fuses) {
-          skip[j] = true;
-          break;
-        }
+    // A fused variant does the work of the nearest earlier stage of each op it names.
+    if (s.enabled)
+      for (const std::string& fused : s.variant_def().fuses)
+        for (size_t j = i; j-- > 0;)
+          if (stages[j].op->def.name == fused) {
+            skip[j] = true;
+            break;
+          }
     std::vector<ImageDesc> in;
     for (const std::string& spec : s.inputs()) {
       auto it = descs.find(slot_name(spec));
@@ -159,12 +160,13 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
       }
       in.push_back(it->second);
     }
-    const std::vector<ImageDesc> out = s.op->def.shape(in, s.params);
-    if (out.size() != s.op->def.outputs.size())
+    const std::vector<ImageDesc> out = s.shape()(in, s.params);
+    const std::vector<std::string>& names = s.outputs();
+    if (out.size() != names.size())
       throw Error(ErrorKind::Internal, "stage " + s.op->def.name + ": shape() count mismatch");
     for (size_t k = 0; k < out.size(); ++k) {
-      if (!descs.count(s.op->def.outputs[k])) order.push_back(s.op->def.outputs[k]);
-      descs[s.op->def.outputs[k]] = out[k];
+      if (!descs.count(names[k])) order.push_back(names[k]);
+      descs[names[k]] = out[k];
     }
   }
   for (const auto& [name, desc] : descs) {
@@ -210,10 +212,22 @@ void Runner::set_extra_slot(const std::string& name, const ImageDesc& desc) {
 
 std::string Runner::fused_into(size_t i) const {
   if (!m_skip.at(i) || !m_stages.at(i).enabled) return "";
-  for (size_t k = i + 1; k < m_stages.size(); ++k)
-    if (m_stages[k].variant_def().fuses == m_stages[i].op->def.name)
+  for (size_t k = i + 1; k < m_stages.size(); ++k) {
+    const auto& fuses = m_stages[k].variant_def().fuses;
+    if (m_stages[k].enabled &&
+        std::find(fuses.begin(), fuses.end(), m_stages[i].op->def.name) != fuses.end())
       return m_stages[k].op->def.name + "/" + m_stages[k].variant_def().name;
+  }
   return "";
+}
+
+ParamMap Runner::params_for(const ResolvedStage& s) const {
+  ParamMap p = s.params;
+  for (const std::string& fused : s.variant_def().fuses)
+    for (const ResolvedStage& st : m_stages)
+      if (st.op->def.name == fused)
+        for (const auto& [name, value] : st.params) p[fused + "." + name] = value;
+  return p;
 }
 
 void Runner::set_graph(bool on) {
@@ -287,8 +301,8 @@ StageArgs Runner::args_for(const ResolvedStage& cfg) const {
     auto it = m_slots.find(slot_name(spec));
     a.in.push_back(it != m_slots.end() ? it->second.ref() : ImageRef{});
   }
-  for (const auto& name : cfg.op->def.outputs) a.out.push_back(m_slots.at(name).ref());
-  a.params = cfg.params;
+  for (const auto& name : cfg.outputs()) a.out.push_back(m_slots.at(name).ref());
+  a.params = params_for(cfg);
   a.block = cfg.block;
   return a;
 }
@@ -403,11 +417,13 @@ void Runner::collect() {
 }
 
 // A disabled stage's outputs: its first input passed through when the shapes match, else
-// zeros; in stage order, as copies or memsets on the stream (captured into a graph too).
+// zeros; in stage order, as copies or memsets on the stream (captured into a graph too). The
+// op's own slots, whatever the variant: a disabled fused variant skips no stage, so the slots
+// it would have read or written besides its op's are the other stages' to fill.
 void Runner::bypass(size_t i) {
   const ResolvedStage& s = m_stages.at(i);
   const auto& outs = s.op->def.outputs;
-  const std::string in = s.inputs().empty() ? "" : slot_name(s.inputs()[0]);
+  const std::string in = s.op->def.inputs.empty() ? "" : slot_name(s.op->def.inputs[0]);
   for (size_t k = 0; k < outs.size(); ++k) {
     Slot& o = m_slots.at(outs[k]);
     const Slot* src =
@@ -513,8 +529,8 @@ void Runner::write_slot(const std::string& name, const HostImage& img) {
     s.host = img;
 }
 
-void Runner::poison_outputs(size_t i) {
-  for (const auto& name : m_stages.at(i).op->def.outputs)
+void Runner::poison_outputs(size_t i, const ResolvedStage* cfg) {
+  for (const auto& name : (cfg ? *cfg : m_stages.at(i)).outputs())
     poison(m_slots.at(name).ref(), m_backend == Backend::Cuda, m_stream);
   if (m_backend == Backend::Cuda) LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
 }
@@ -529,14 +545,14 @@ std::vector<HostImage> Runner::read_inputs(const ResolvedStage& s) const {
 std::vector<HostImage> Runner::reference(size_t i, const ResolvedStage* cfg) const {
   const ResolvedStage& s = cfg ? *cfg : m_stages.at(i);
   std::vector<HostImage> in = read_inputs(s), out;
-  for (const auto& name : s.op->def.outputs) {
+  for (const auto& name : s.outputs()) {
     out.emplace_back(m_slots.at(name).desc);
     poison(out.back().ref(), false);
   }
   StageArgs a;
   for (auto& img : in) a.in.push_back(img.ref());
   for (auto& img : out) a.out.push_back(img.ref());
-  a.params = s.params;
+  a.params = params_for(s);
   a.block = s.block;
   if (!s.reference())
     throw Error(ErrorKind::Usage, "stage " + s.op->def.name + " has no CPU reference");
@@ -547,17 +563,18 @@ std::vector<HostImage> Runner::reference(size_t i, const ResolvedStage* cfg) con
 DiffStats Runner::compare(size_t i, const std::vector<HostImage>& ref, MathMode math,
                           const ResolvedStage* cfg) const {
   const ResolvedStage& s = cfg ? *cfg : m_stages.at(i);
-  if (s.op->def.compare) {
+  const std::vector<std::string>& outs = s.outputs();
+  if (const CompareFn own = s.compare()) {
     const std::vector<HostImage> in = read_inputs(s);
     std::vector<HostImage> got;
-    for (const auto& name : s.op->def.outputs) got.push_back(read_slot(name));
-    CompareArgs a{&in,  &got,     &ref, &s.op->def.outputs, &s.variant_def(), s.op->tolerance(math),
-                  math, &s.params};
-    return s.op->def.compare(a);
+    for (const auto& name : outs) got.push_back(read_slot(name));
+    const ParamMap params = params_for(s);
+    CompareArgs a{&in, &got, &ref, &outs, &s.variant_def(), s.op->tolerance(math), math, &params};
+    return own(a);
   }
   DiffStats total;
-  for (size_t k = 0; k < s.op->def.outputs.size(); ++k) {
-    const std::string& name = s.op->def.outputs[k];
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const std::string& name = outs[k];
     merge_diff(total, diff_images(read_slot(name), ref.at(k), s.op->tolerance(math), name));
   }
   return total;
@@ -568,8 +585,7 @@ double Runner::stage_bytes(size_t i, const ResolvedStage* cfg) const {
   double bytes = 0;
   for (const auto& spec : s.inputs())
     if (m_slots.count(slot_name(spec))) bytes += double(m_slots.at(slot_name(spec)).desc.bytes());
-  for (const auto& name : m_stages.at(i).op->def.outputs)
-    bytes += double(m_slots.at(name).desc.bytes());
+  for (const auto& name : s.outputs()) bytes += double(m_slots.at(name).desc.bytes());
   return bytes;
 }
 

@@ -130,8 +130,9 @@ class Runner {
   // Where a slot lives (device memory with the cuda backend); valid until the next configure().
   ImageRef slot_ref(const std::string& name) const;
   void write_slot(const std::string& name, const HostImage& img);
-  // Fills a stage's outputs with 0xFF bytes (NaN floats): unwritten pixels then fail the diff.
-  void poison_outputs(size_t stage);
+  // Fills a stage's outputs (those of `cfg`'s variant when given) with 0xFF bytes (NaN floats):
+  // unwritten pixels then fail the diff.
+  void poison_outputs(size_t stage, const ResolvedStage* cfg = nullptr);
 
   // The CPU reference of stage i (with `cfg`'s variant when given) on the current contents of
   // its input slots.
@@ -141,7 +142,8 @@ class Runner {
   DiffStats compare(size_t i, const std::vector<HostImage>& ref, MathMode math,
                     const ResolvedStage* cfg = nullptr) const;
 
-  // Bytes a stage must move at the least: each input read once, each output written once.
+  // Bytes a stage must move at the least: each input read once, each output written once (a
+  // fused variant: its own inputs and outputs, so what fusion saves shows in the model).
   double stage_bytes(size_t i, const ResolvedStage* cfg = nullptr) const;
 
  private:
@@ -161,6 +163,8 @@ class Runner {
   };
 
   StageArgs args_for(const ResolvedStage& cfg) const;
+  // `s`'s parameters, and those of the stages its variant fuses as "stage.name" (fused_params).
+  ParamMap params_for(const ResolvedStage& s) const;
   std::vector<HostImage> read_inputs(const ResolvedStage& cfg) const;
   void enqueue_all();
   void bypass(size_t i);

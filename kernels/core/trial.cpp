@@ -681,7 +681,7 @@ TrialReport run_one(const TrialRequest& req) {
     r.run_stage(i);  // waits: a fault or a trap throws here, an endless loop never returns
     for (const LaunchRecord& l : r.launches())
       if (l.kernel == "user_kernel") rep.kernel_ms = l.ms;
-    for (const std::string& name : r.stages()[i].op->def.outputs) {
+    for (const std::string& name : r.stages()[i].outputs()) {
       const HostImage out = r.read_slot(name);
       rep.unwritten += count_poisoned(out);
       rep.total += out.desc().bytes() / 4;

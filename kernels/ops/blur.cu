@@ -156,8 +156,8 @@ OpDef blur_op() {
   // A convex combination of 25 inputs: the rounding error of a 5+5-term float sum is at most
   // ~10 ulp of max|input|, 25 terms in v1's order; 4e-6 relative to the input's range holds
   // with margin. Fast math only flushes denormals (< 1.2e-38) here.
-  op.tol_precise = {1e-7, 4e-6};
-  op.tol_fast = {1e-7, 4e-6};
+  op.tol_precise = kBlurTolerance;  // {1e-7, 4e-6}
+  op.tol_fast = kBlurTolerance;
   op.tol_why =
       "weights sum to 1: float summation error <= ~25 ulp of max|x|; fast math only flushes "
       "denormals";

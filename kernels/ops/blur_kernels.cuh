@@ -4,21 +4,9 @@
 #pragma once
 
 #include "device_util.cuh"
+#include "front.cuh"  // BLUR_R, gauss5 and gauss5_dot (v5/v6's passes; nms v5 computes with it too)
 #include "image_view.h"
 #include "warp_row.cuh"
-
-namespace lab::ops {
-
-constexpr int BLUR_R = 2;
-
-// getGaussianKernel(5, 1.0): exp(-(i-2)^2 / 2) normalised, in double, rounded to float.
-LAB_HD constexpr float gauss5(int i) {
-  return i == 2               ? 0.40261995792388916f
-         : (i == 1 || i == 3) ? 0.24420134723186493f
-                              : 0.054488684982061386f;
-}
-
-}  // namespace lab::ops
 
 namespace lab::ops::LAB_MATH_NS {
 
@@ -133,19 +121,13 @@ __global__ void blur_v5_rows_shfl_kernel(ImageView<const float> src, ImageView<f
   for (int r = 0; r < N; ++r) {
     float t[2 * BLUR_R + 1];
     warp_row_taps<BLUR_R>(in[r], t);
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 5; ++i) s += gauss5(i) * t[i];
-    h[r] = s;
+    h[r] = gauss5_dot(t[0], t[1], t[2], t[3], t[4]);
   }
   if (x >= dst.width) return;
 #pragma unroll
   for (int r = 0; r < BLUR_ROWS; ++r) {
     if (y0 + r >= dst.height) break;
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 5; ++k) s += gauss5(k) * h[r + k];
-    dst.at(x, y0 + r) = s;
+    dst.at(x, y0 + r) = gauss5_dot(h[r], h[r + 1], h[r + 2], h[r + 3], h[r + 4]);
   }
 }
 

@@ -13,6 +13,12 @@ inline int clamp_idx(int v, int n) {
   return v < 0 ? 0 : (v >= n ? n - 1 : v);
 }
 
+// Bounds shared by an op and a fused variant that does its work (nms/v5_fused_front holds its
+// blur plane to blur's bound and its Harris responses to harris's): blur.cu and harris.cu give
+// their reasons. Fast math changes neither.
+inline constexpr Tolerance kBlurTolerance{1e-7, 4e-6};
+inline constexpr Tolerance kHarrisTolerance{1e-12, 1e-5};
+
 // Shape rule of a plane -> plane filter: one float plane in, the same out.
 inline ImageDesc require_f32_plane(const char* op, const ImageDesc& in) {
   if (in.type != PixelType::F32 || in.channels != 1)

@@ -148,8 +148,8 @@ OpDef harris_op() {
   // a c and b^2 (each up to (9 max g^2)^2) are rounded before they cancel; the error is a few
   // ulp of those products, which max|R| bounds from below on any image with corners. The spec
   // states the bound relative to max|R|.
-  op.tol_precise = {1e-12, 1e-5};
-  op.tol_fast = {1e-12, 1e-5};
+  op.tol_precise = kHarrisTolerance;  // {1e-12, 1e-5}
+  op.tol_fast = kHarrisTolerance;
   op.tol_why =
       "det and trace^2 cancel: error of a few ulp of a*c, reported relative to max|R| (the "
       "spec's 1e-5); fast math only flushes denormals";

@@ -4,16 +4,10 @@
 #pragma once
 
 #include "device_util.cuh"
+// harris_response, and harris_add_tap and harris_from_rows (v3's; nms v5 computes with them too)
+#include "front.cuh"
 #include "image_view.h"
 #include "warp_row.cuh"
-
-namespace lab::ops {
-
-LAB_HD float harris_response(float a, float b, float c, float k) {
-  return a * c - b * b - k * (a + c) * (a + c);
-}
-
-}  // namespace lab::ops
 
 namespace lab::ops::LAB_MATH_NS {
 
@@ -90,18 +84,14 @@ __global__ void harris_v3_rows_kernel(ImageView<const float> gx, ImageView<const
     const float* py = gy.row(yy);
     float a = 0.0f, b = 0.0f, c = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 3; ++i) {
-      const float dx = __ldg(px + xs[i]), dy = __ldg(py + xs[i]);
-      a += dx * dx, b += dx * dy, c += dy * dy;
-    }
+    for (int i = 0; i < 3; ++i) harris_add_tap(__ldg(px + xs[i]), __ldg(py + xs[i]), a, b, c);
     ra[r] = a, rb[r] = b, rc[r] = c;
   }
 #pragma unroll
   for (int r = 0; r < HARRIS_ROWS; ++r) {
     if (y0 + r >= dst.height) break;
-    dst.at(x, y0 + r) =
-        harris_response(ra[r] + ra[r + 1] + ra[r + 2], rb[r] + rb[r + 1] + rb[r + 2],
-                        rc[r] + rc[r + 1] + rc[r + 2], k);
+    dst.at(x, y0 + r) = harris_from_rows(ra[r], ra[r + 1], ra[r + 2], rb[r], rb[r + 1], rb[r + 2],
+                                         rc[r], rc[r + 1], rc[r + 2], k);
   }
 }
 

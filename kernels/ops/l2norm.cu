@@ -182,7 +182,7 @@ OpDef l2norm_op() {
       {"v2_warp", "one warp per descriptor, two values per lane: shuffles only, no barrier",
        {{32, 2}, {32, 4}, {32, 8}}, {32, 4}, launch_v2, nullptr},
       {"v3_fused_sample", "sample + l2norm in one kernel: patches never written (sample skipped)",
-       block64, {64, 1}, launch_v3, nullptr, "sample", {"blur", slots::kKeypoints},
+       block64, {64, 1}, launch_v3, nullptr, {"sample"}, {"blur", slots::kKeypoints},
        l2norm_fused_reference},
   };
   // clang-format on

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "device_util.cuh"
+#include "front.cuh"  // sobel_row_* and sobel_col_* (v4's; nms v5 computes with them too)
 #include "image_view.h"
 
 namespace lab::ops {
@@ -86,14 +87,14 @@ __global__ void sobel_v4_rows_kernel(ImageView<const float> src, ImageView<float
   for (int r = 0; r < SOBEL_ROWS + 2; ++r) {
     const float* row = src.row(clampi(y0 + r - 1, 0, src.height - 1));
     const float a = __ldg(row + xl), b = __ldg(row + x), c = __ldg(row + xr);
-    d[r] = c - a;
-    s[r] = a + 2.0f * b + c;
+    d[r] = sobel_row_d(a, c);
+    s[r] = sobel_row_s(a, b, c);
   }
 #pragma unroll
   for (int r = 0; r < SOBEL_ROWS; ++r) {
     if (y0 + r >= src.height) break;
-    gx.at(x, y0 + r) = d[r] + 2.0f * d[r + 1] + d[r + 2];
-    gy.at(x, y0 + r) = s[r + 2] - s[r];
+    gx.at(x, y0 + r) = sobel_col_gx(d[r], d[r + 1], d[r + 2]);
+    gy.at(x, y0 + r) = sobel_col_gy(s[r], s[r + 2]);
   }
 }
 

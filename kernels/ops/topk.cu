@@ -755,7 +755,7 @@ OpDef topk_op() {
       {"v2_select_sort", "exact: 2-level radix select of the K-th score's bin; sort from it up",
        lines, {256, 1}, launch_v2, nullptr},
       {"v3_histogram", "approximate: append above the boundary bin, fill from it; no sort",
-       lines, {256, 1}, launch_v3, nullptr, "", {}, nullptr,
+       lines, {256, 1}, launch_v3, nullptr, {}, {}, nullptr,
        "unsorted; which boundary-bin scores fill the last places is a race (recall reported)"},
       {"v4_compact_select",
        "exact: survivors compacted in one pass; every block selects the same <= 8192 "
