@@ -424,43 +424,52 @@ TEST_SUITE("cpu") {
   TEST_CASE(
       "gui: a device this process cannot get back: the lab starts itself again on what worked, "
       "the kernel in the editor, live frames and the banner") {
-    const fs::path dir = fs::temp_directory_path() / ("lab_restart_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const std::string old_state =
-        std::getenv("XDG_STATE_HOME") ? std::getenv("XDG_STATE_HOME") : "";
-    setenv("XDG_STATE_HOME", dir.c_str(), 1);
-    setenv("LAB_SIMULATE_GPU_FAULT", "4", 1);
-    setenv("LAB_SIMULATE_RESET_FAILURE", "1", 1);  // as the H200's driver answers
-    const char* env = std::getenv("LAB_EXAMPLES_DIR");
-    const std::string file = std::string(env && *env ? env : LAB_EXAMPLES_DIR) + "/blur_smem.cu";
-    const fs::path png = dir / "after.png";
-    const Result r = lab_cli(
-        "gui --headless --frames 16 --window 800x600 --device cpu --pipeline harris --input "
-        "synthetic:320x240 --size 160x96 --kernel-file " +
-            file + " --replace blur --screenshot " + png.string(),
-        120);
-    unsetenv("LAB_SIMULATE_GPU_FAULT");
-    unsetenv("LAB_SIMULATE_RESET_FAILURE");
-    setenv("XDG_STATE_HOME", old_state.c_str(), 1);
-    CHECK_MESSAGE(r.code == 0, r.out);  // the same process (execv): its parent sees the new run
-    CHECK(has(r, "starting again"));
-    CHECK(has(r, "recovered from 1 GPU fault(s): Kernel Lab started again in"));
-    CHECK(!has(r, "no frame ran since"));  // live frames after the start
-    // The kernel back in the editor from the autosave, not compiled again from its file (on the
-    // CPU it is never installed; the GPU case checks the configuration that worked).
-    CHECK(has(r, "gui: editor: restored your last edit"));
-    CHECK(!has(r, "gui: live kernel"));
-    // The new start runs the frames the first had left (10 at least), then the screenshot.
-    unsigned long long frames = 0, results = 0;
-    const size_t line = r.out.rfind(" frames, ");
-    REQUIRE(line != std::string::npos);
-    REQUIRE(std::sscanf(r.out.c_str() + r.out.rfind("gui: ", line),
-                        "gui: %llu frames, %llu results", &frames, &results) == 2);
-    CHECK(frames >= 10);
-    CHECK(results >= 9);
-    CHECK(fs::exists(png));
-    CHECK(fs::exists(dir / "kernel-lab" / "live_draft.json"));
-    fs::remove_all(dir);
+    // Both ways of starting again: execv in place (the default) and LAB_RESTART_MODE=spawn.
+    for (const char* mode : {"exec", "spawn"}) {
+      CAPTURE(mode);
+      const fs::path dir =
+          fs::temp_directory_path() / ("lab_restart_" + std::to_string(::getpid()));
+      fs::create_directories(dir);
+      const std::string old_state =
+          std::getenv("XDG_STATE_HOME") ? std::getenv("XDG_STATE_HOME") : "";
+      setenv("XDG_STATE_HOME", dir.c_str(), 1);
+      setenv("LAB_SIMULATE_GPU_FAULT", "4", 1);
+      setenv("LAB_SIMULATE_RESET_FAILURE", "1", 1);  // as the H200's driver answers
+      setenv("LAB_RESTART_MODE", mode, 1);
+      const char* env = std::getenv("LAB_EXAMPLES_DIR");
+      const std::string file = std::string(env && *env ? env : LAB_EXAMPLES_DIR) + "/blur_smem.cu";
+      const fs::path png = dir / "after.png";
+      const Result r = lab_cli(
+          "gui --headless --frames 16 --window 800x600 --device cpu --pipeline harris --input "
+          "synthetic:320x240 --size 160x96 --kernel-file " +
+              file + " --replace blur --screenshot " + png.string(),
+          120);
+      unsetenv("LAB_SIMULATE_GPU_FAULT");
+      unsetenv("LAB_SIMULATE_RESET_FAILURE");
+      unsetenv("LAB_RESTART_MODE");
+      setenv("XDG_STATE_HOME", old_state.c_str(), 1);
+      // exec: the same process, so its parent sees the new run; spawn: the faulted process exits 0
+      // and its child carries on the pipe.
+      CHECK_MESSAGE(r.code == 0, r.out);
+      CHECK(has(r, "starting again"));
+      CHECK(has(r, "recovered from 1 GPU fault(s): Kernel Lab started again in"));
+      CHECK(!has(r, "no frame ran since"));  // live frames after the start
+      // The kernel back in the editor from the autosave, not compiled again from its file (on the
+      // CPU it is never installed; the GPU case checks the configuration that worked).
+      CHECK(has(r, "gui: editor: restored your last edit"));
+      CHECK(!has(r, "gui: live kernel"));
+      // The new start runs the frames the first had left (10 at least), then the screenshot.
+      unsigned long long frames = 0, results = 0;
+      const size_t line = r.out.rfind(" frames, ");
+      REQUIRE(line != std::string::npos);
+      REQUIRE(std::sscanf(r.out.c_str() + r.out.rfind("gui: ", line),
+                          "gui: %llu frames, %llu results", &frames, &results) == 2);
+      CHECK(frames >= 10);
+      CHECK(results >= 9);
+      CHECK(fs::exists(png));
+      CHECK(fs::exists(dir / "kernel-lab" / "live_draft.json"));
+      fs::remove_all(dir);
+    }
   }
 
   TEST_CASE("gui: a frame that never ends is reported; quitting exits 70 with what was saved") {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -65,6 +66,14 @@ constexpr const char* kRestartPipelineEnv = "LAB_RESTART_PIPELINE";  // a preset
 }  // namespace
 
 std::optional<RestartState> take_restart_state() {
+  // LAB_RESTART_MODE=spawn: a child of the faulted process started this image; that process
+  // exits normally (its CUDA context torn down in order), and this one waits for it to be gone.
+  if (const char* parent = std::getenv("LAB_RESTART_PARENT")) {
+    const pid_t p = pid_t(std::atoll(parent));
+    for (int i = 0; i < 1000 && ::getppid() == p; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    unsetenv("LAB_RESTART_PARENT");
+  }
   const char* nums = std::getenv(kRestartEnv);
   const char* msg = std::getenv(kRestartMessageEnv);
   const char* pipe = std::getenv(kRestartPipelineEnv);
@@ -127,6 +136,16 @@ std::string restart_lab(const GuiApp& app, uint64_t frames_done) {
   argv.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);
+  const char* mode = std::getenv("LAB_RESTART_MODE");
+  if (mode && std::string(mode) == "spawn") {
+    setenv("LAB_RESTART_PARENT", std::to_string(::getpid()).c_str(), 1);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::execv("/proc/self/exe", argv.data());
+      ::_exit(70);
+    }
+    if (child > 0) std::exit(0);  // the child goes on; this process's exit tears CUDA down
+  }
   ::execv("/proc/self/exe", argv.data());
   return std::string("execv /proc/self/exe: ") + std::strerror(errno);
 }
