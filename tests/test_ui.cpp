@@ -582,8 +582,8 @@ TEST_SUITE("gpu") {
   }
 
   LAB_GPU_CASE(
-      "gui on the GPU: a kernel that passes its trial and faults later is recovered "
-      "from in place; one that hangs later is reported and the lab exits 70") {
+      "gui on the GPU: a kernel that passes its trial and faults later is recovered from, in "
+      "place or by starting again; one that hangs later is reported and the lab exits 70") {
     const fs::path d = fs::temp_directory_path() / ("lab_recover_" + std::to_string(::getpid()));
     fs::create_directories(d);
     // Its fifth launch faults (or spins): the trial runs it once, the lab's frames run it twice.

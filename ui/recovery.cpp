@@ -3,6 +3,7 @@
 // device is reset, and the lab comes back on the last configuration that worked, with no restart.
 // Where the driver gives this process no new context (the H200's), the lab starts itself again
 // on that configuration instead.
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstdio>
@@ -85,8 +86,11 @@ std::optional<RestartState> take_restart_state() {
   if (nums && msg && pipe &&
       std::sscanf(nums, "%d %lld %llu %d %d", &s.count, &fault, &frames, &graph, &s.slot) == 5 &&
       s.count > 0) {
+    // From the environment: held to ranges the lab itself can write.
+    s.count = std::min(s.count, 1000);
+    s.slot = std::clamp(s.slot, 0, 99);
     s.fault_ns = fault;
-    s.frames_done = frames;
+    s.frames_done = std::min<unsigned long long>(frames, 1u << 30);
     s.graph = graph != 0;
     s.message = msg;
     s.pipeline = preset_from_json(pipe).pipeline;  // a bad one gives the default pipeline
