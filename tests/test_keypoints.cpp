@@ -238,7 +238,7 @@ void l2norm_cases(bool gpu) {
   for (int t = 0; t < 64; ++t) norm1 += (t - 31.5) * (t - 31.5);
   norm1 = std::sqrt(norm1);
   for_each_config(gpu, "l2norm", [&](Backend b, const std::string& v, MathMode m) {
-    if (v == "v3_fused_sample") return;  // reads blur and keypoints: the fused case below
+    if (v == "v3_fused_sample" || v == "v4_fused_warp") return;  // the fused case below
     const HostImage out =
         Harness(b, {stage("l2norm", v, m)}, {{"patches", patches}}).out("descriptors");
     const auto o = out.view<float>();
@@ -266,18 +266,23 @@ void fused_descriptor_case(Backend b, MathMode m) {
   const HostImage kps =
       keypoint_list({{10, 10, 3}, {0, 47, 2}, {63.5f, 0.25f, 1}, {30, 20, 0.5f}, {-1, -1, 0}});
   const std::map<std::string, HostImage> slots{{"blur", img}, {"keypoints", kps}};
-  Harness two(b, {stage("sample", "", m), stage("l2norm", "v1_block64", m)}, slots);
-  Harness fused(b, {stage("sample", "", m), stage("l2norm", "v3_fused_sample", m)}, slots);
-  CHECK_FALSE(two.r->skipped(0));
-  CHECK(fused.r->skipped(0));
-  CHECK(fused.r->fused_into(0) == "l2norm/v3_fused_sample");
-  const auto a = two.out("descriptors"), c = fused.out("descriptors");
-  for (int k = 0; k < 5; ++k)
-    for (int t = 0; t < 64; ++t)
-      CHECK(std::abs(a.view<float>().at(t, k) - c.view<float>().at(t, k)) <= 1e-5f);
-  // The fused variant's own reference agrees with it too.
-  const auto ref = fused.r->reference(1);
-  CHECK(fused.r->compare(1, ref, m).pass());
+  // Each fused variant does its unfused partner's arithmetic on the same samples: bit for bit.
+  for (const auto& pair : {std::pair<const char*, const char*>{"v3_fused_sample", "v1_block64"},
+                           {"v4_fused_warp", "v2_warp"}}) {
+    INFO(pair.first);
+    Harness two(b, {stage("sample", "", m), stage("l2norm", pair.second, m)}, slots);
+    Harness fused(b, {stage("sample", "", m), stage("l2norm", pair.first, m)}, slots);
+    CHECK_FALSE(two.r->skipped(0));
+    CHECK(fused.r->skipped(0));
+    CHECK(fused.r->fused_into(0) == std::string("l2norm/") + pair.first);
+    const auto a = two.out("descriptors"), c = fused.out("descriptors");
+    for (int k = 0; k < 5; ++k)
+      for (int t = 0; t < 64; ++t) CHECK(a.view<float>().at(t, k) == c.view<float>().at(t, k));
+    CHECK(c.view<float>().at(0, 4) == 0.0f);  // the pad keypoint's row
+    // The fused variant's own reference agrees with it too.
+    const auto ref = fused.r->reference(1);
+    CHECK(fused.r->compare(1, ref, m).pass());
+  }
 }
 
 // ---- nms v5_fused_front: the dense front in one kernel ------------------------------------------
@@ -578,8 +583,8 @@ TEST_SUITE("gpu") {
 
   LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {
     const HostImage in = io::load_image(data_path("box_in_scene.png"));
-    for (const char* topk :
-         {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch"}) {
+    for (const char* topk : {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch",
+                             "v6_in_flight", "v7_shared_select"}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, std::string("topk=") + topk);
@@ -614,28 +619,39 @@ TEST_SUITE("gpu") {
     }
   }
 
-  LAB_GPU_CASE("topk at scale: 2^20 scores with heavy ties, and a plateau, every variant") {
-    for (int plateau : {0, 1}) {
-      const int w = plateau ? 256 : 1024;
+  LAB_GPU_CASE("topk at scale: 2^20 scores with heavy ties, a plateau, a wide spread") {
+    for (int plateau : {0, 1, 2}) {
+      const int w = plateau == 1 ? 256 : 1024;
+      const char* what = plateau == 0 ? "ties " : plateau == 1 ? "plateau " : "spread ";
       HostImage s = plane(w, w);
       for (int y = 0; y < w; ++y)
-        for (int x = 0; x < w; ++x)  // 1000 distinct values, each ~1000 times
-          s.view<float>().at(x, y) =
-              plateau ? 1.0f : float((uint32_t(y * w + x) * 2654435761u) % 1000u + 1u);
+        for (int x = 0; x < w; ++x) {
+          const uint32_t h = uint32_t(y * w + x) * 2654435761u;
+          // ties: 1000 distinct values, each ~1000 times; spread: a quarter of the pixels survive
+          // with scores over 2^-20..2^10 (most distinct, some hundreds of 13-bit bins: v6 ranks
+          // within each bin), as on a real image.
+          s.view<float>().at(x, y) = plateau == 0   ? float(h % 1000u + 1u)
+                                     : plateau == 1 ? 1.0f
+                                     : (h >> 30) == 0
+                                         ? std::ldexp(1.0f + float((h >> 7) & 0xFFFFu) / 65536.0f,
+                                                      int((h >> 23) % 31u) - 20)
+                                         : 0.0f;
+        }
       for (const VariantDef& v : find_op("topk").def.variants) {
-        // v4 and v5 hold at most 8192 candidates in a block: K at that cap, K past it (v2's
+        // v4 to v7 hold at most 8192 candidates in a block: K at that cap, K past it (v2's
         // path), K = 1; the plateau (65,536 equal scores) and the ties (a 13-bit bin holds ~60
         // values x ~1000 pixels) overflow that buffer, so their select refines down to the
         // index bits.
-        const bool v4 = v.name.rfind("v4_", 0) == 0 || v.name.rfind("v5_", 0) == 0;
+        const bool v4 = v.name.rfind("v4_", 0) == 0 || v.name.rfind("v5_", 0) == 0 ||
+                        v.name.rfind("v6_", 0) == 0 || v.name.rfind("v7_", 0) == 0;
         for (int k : v4 ? std::vector<int>{4096, 8192, 9000, 1} : std::vector<int>{4096}) {
-          INFO((plateau ? "plateau " : "ties ") << v.name << " k=" << k);
+          INFO(what << v.name << " k=" << k);
           Harness h(Backend::Cuda, {stage("topk", v.name, MathMode::Precise, {{"k", k}})},
                     {{"nms", s}});
           const auto ref = h.r->reference(0);
           const DiffStats d = h.r->compare(0, ref, MathMode::Precise);
           CHECK_MESSAGE(d.pass(), d.detail());
-          MESSAGE((plateau ? "plateau " : "ties ") << v.name << " k=" << k << ": " << d.detail());
+          MESSAGE(what << v.name << " k=" << k << ": " << d.detail());
         }
       }
     }

@@ -13,6 +13,8 @@
 //                    memory and no __syncthreads.
 //   v3_fused_sample  sample + l2norm in one kernel: the 64 samples never leave registers, so the
 //                    patches are neither written nor read back (the sample stage is skipped).
+//   v4_fused_warp    v3's fusion in v2's layout: one warp per descriptor samples its 64 values
+//                    (two per lane) and normalises them with shuffles alone.
 //
 // Bench: kernel-lab bench --stage l2norm --sweep-variants
 #include <cfloat>
@@ -116,13 +118,9 @@ __global__ void l2norm_block64_kernel(ImageView<const float> patches, ImageView<
   if (active) dst.at(t, k) = n > 0.0f ? r * rsqrtf(n) : 0.0f;
 }
 
-// v2: blockDim = (32, rows per block); lane l holds values l and l + 32.
-__global__ void l2norm_v2_warp_kernel(ImageView<const float> patches, ImageView<float> dst) {
-  const int k = blockIdx.x * blockDim.y + threadIdx.y;
-  if (k >= dst.height) return;  // a whole warp: no barrier follows
-  const int l = threadIdx.x;
-  const float* p = &patches.at(0, k);
-  const float a = __ldg(p + l), b = __ldg(p + l + 32);
+// v2 and v4: one warp per descriptor, lane l holding values a = l and b = l + 32 of row k.
+__device__ __forceinline__ void l2norm_warp_row(float a, float b, int l, int k,
+                                                ImageView<float> dst) {
   const float pv = __shfl_sync(0xffffffffu, a, 0);
   const float sa = a - pv, sb = b - pv;
   const float mean = warp_sum(sa + sb) * (1.0f / kDescriptorSize);
@@ -131,6 +129,28 @@ __global__ void l2norm_v2_warp_kernel(ImageView<const float> patches, ImageView<
   const float inv = n > 0.0f ? rsqrtf(n) : 0.0f;
   dst.at(l, k) = ra * inv;
   dst.at(l + 32, k) = rb * inv;
+}
+
+// v2: blockDim = (32, rows per block).
+__global__ void l2norm_v2_warp_kernel(ImageView<const float> patches, ImageView<float> dst) {
+  const int k = blockIdx.x * blockDim.y + threadIdx.y;
+  if (k >= dst.height) return;  // a whole warp: no barrier follows
+  const int l = threadIdx.x;
+  const float* p = &patches.at(0, k);
+  l2norm_warp_row(__ldg(p + l), __ldg(p + l + 32), l, k, dst);
+}
+
+// v4: v2's layout sampling the blurred image itself (sample's v2_warp, then v2's arithmetic).
+__global__ void l2norm_v4_fused_warp_kernel(ImageView<const float> img, ImageView<const float> kp,
+                                            ImageView<float> dst) {
+  const int k = blockIdx.x * blockDim.y + threadIdx.y;
+  if (k >= dst.height) return;
+  const int l = threadIdx.x;
+  const float x = kp.at(k, 0, 0), y = kp.at(k, 0, 1);
+  const bool pad = is_pad(x);
+  const float a = pad ? 0.0f : patch_sample(img, x, y, l);
+  const float b = pad ? 0.0f : patch_sample(img, x, y, l + 32);
+  l2norm_warp_row(a, b, l, k, dst);
 }
 
 static dim3 rows_grid(int rows, Block b) {
@@ -155,6 +175,13 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
   launch(ctx, "l2norm_v3_fused_sample", l2norm_block64_kernel<true>, rows_grid(dst.height, a.block),
          dim3(a.block.x, a.block.y), 0, ImageView<const float>{}, a.in[0].view<const float>(),
          a.in[1].view<const float>(), dst);
+}
+
+static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
+  const auto dst = a.out[0].view<float>();
+  launch(ctx, "l2norm_v4_fused_warp", l2norm_v4_fused_warp_kernel, rows_grid(dst.height, a.block),
+         dim3(a.block.x, a.block.y), 0, a.in[0].view<const float>(), a.in[1].view<const float>(),
+         dst);
 }
 
 OpDef l2norm_op() {
@@ -184,6 +211,9 @@ OpDef l2norm_op() {
       {"v3_fused_sample", "sample + l2norm in one kernel: patches never written (sample skipped)",
        block64, {64, 1}, launch_v3, nullptr, {"sample"}, {"blur", slots::kKeypoints},
        l2norm_fused_reference},
+      {"v4_fused_warp", "sample + l2norm, one warp per descriptor: shuffles only (sample skipped)",
+       {{32, 2}, {32, 4}, {32, 8}}, {32, 4}, launch_v4, nullptr, {"sample"},
+       {"blur", slots::kKeypoints}, l2norm_fused_reference},
   };
   // clang-format on
   return op;

@@ -38,6 +38,17 @@
 //   v5_one_launch    exact: v4's two phases in one cooperative launch of a block per SM, with a
 //                    grid-wide barrier between them: one launch's fixed cost less. Where the
 //                    device cannot launch it cooperatively, v4 runs.
+//   v6_in_flight     exact: v5 spent most of its time waiting. Its compaction follows each
+//                    load with a shared atomic, and the compiler keeps the next load behind it:
+//                    8 memory latencies per tile instead of 1. v6 loads first, then counts; and
+//                    its selection appends candidates to shared memory with one atomic per warp
+//                    (v5: one per key, on one address, so the lanes take turns).
+//   v7_shared_select exact: v6's every block reads the whole survivor list (again for each
+//                    refinement) and ranks against every candidate: fine for a few thousand
+//                    survivors, not for tens of thousands. v7 shares the list out: a slice per
+//                    block, a grid-wide barrier after each refinement level, the candidates
+//                    placed in global memory grouped by their 13-bit bin, and each ranked
+//                    against its own bin only (the bins above give the rest of its rank).
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
 #include <cooperative_groups.h>
@@ -363,11 +374,23 @@ struct TopkV4Scratch {
   uint32_t count;          // survivors appended to the list
 };
 
+// A pixel's key (0 for a zero score), counted in the level-0 histogram `h` when non-zero.
+__device__ __forceinline__ uint32_t topk_count_key(float v, uint32_t i, uint64_t& key,
+                                                   uint32_t* h) {
+  key = v != 0.0f ? topk_key(v, i) : 0ull;
+  if (!key) return 0;
+  atomicAdd(&h[uint32_t(key >> kV4Shift)], 1u);
+  return 1;
+}
+
 // One pass over the NMS map: every survivor's key appended to `list` (a block scan per tile of
 // BLOCK x ITEMS pixels, then one global atomic per tile rather than one per survivor on a single
 // counter) and counted in the level-0 histogram `h` (BLOCK's own, in shared memory, flushed to
 // the global one once per non-empty bin).
-template <int BLOCK, int ITEMS>
+// LOADS_FIRST (v6 on): a thread issues all its ITEMS loads before it counts any of them. In v4
+// and v5 each load is followed by a shared-memory atomic, which the compiler does not move a
+// later load across: the ITEMS loads wait for each other, ITEMS memory latencies per tile.
+template <int BLOCK, int ITEMS, bool LOADS_FIRST = false>
 __device__ void topk_compact_tiles(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc,
                                    uint64_t* list, uint32_t* h) {
   constexpr uint32_t kTile = uint32_t(BLOCK) * ITEMS;
@@ -378,13 +401,18 @@ __device__ void topk_compact_tiles(ImageView<const float> s, uint32_t n, TopkV4S
   __syncthreads();
   for (uint32_t t0 = blockIdx.x * kTile; t0 < n; t0 += gridDim.x * kTile) {
     uint64_t key[ITEMS];
+    float v[ITEMS];
     uint32_t c = 0;
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {  // consecutive threads, consecutive pixels
       const uint32_t i = t0 + uint32_t(j * BLOCK) + threadIdx.x;
-      const float v = i < n ? score_at(s, i) : 0.0f;
-      key[j] = v != 0.0f ? topk_key(v, i) : 0ull;
-      if (key[j]) ++c, atomicAdd(&h[uint32_t(key[j] >> kV4Shift)], 1u);
+      v[j] = i < n ? score_at(s, i) : 0.0f;
+      if (!LOADS_FIRST) c += topk_count_key(v[j], i, key[j], h);
+    }
+    if (LOADS_FIRST) {
+#pragma unroll
+      for (int j = 0; j < ITEMS; ++j)
+        c += topk_count_key(v[j], t0 + uint32_t(j * BLOCK) + threadIdx.x, key[j], h);
     }
     uint32_t off, tile_total;
     Scan(tmp).ExclusiveSum(c, off, tile_total);
@@ -451,6 +479,17 @@ __device__ void for_each_listed(const uint64_t* list, uint32_t total, F&& f) {
   }
 }
 
+// Called by the lanes of a warp that append to `counter` (whichever are active): one atomic for
+// them all, each lane's slot returned.
+__device__ __forceinline__ uint32_t warp_append(uint32_t* counter) {
+  const uint32_t active = __activemask();
+  const int lane = int(threadIdx.x) & 31, leader = __ffs(active) - 1;
+  uint32_t base = 0;
+  if (lane == leader) base = atomicAdd(counter, uint32_t(__popc(active)));
+  base = __shfl_sync(active, base, leader);
+  return base + uint32_t(__popc(active & ((1u << lane) - 1u)));
+}
+
 // Select and rank, with no grid-wide barrier: every block makes the same selection from the
 // histogram and the list (the list is a few hundred KB, read from the L2 by each SM), so each
 // has every candidate in shared memory; a block then ranks the candidates it owns (list
@@ -463,6 +502,10 @@ __device__ void for_each_listed(const uint64_t* list, uint32_t total, F&& f) {
 // the bin by the next 12 bits of the key (score bits, then the index: the keys are distinct, so
 // it ends by shift 0, one key a bin).
 // `smem`: kV4Smem bytes of dynamic shared memory.
+// AGGREGATED (v6 on): the candidates are appended to shared memory with one atomic per warp,
+// not one per key: lanes adding to one shared address take turns, and a block appends thousands
+// of keys; when every survivor is kept, a key's slot is its list position and needs none.
+template <bool AGGREGATED = false>
 __device__ void topk_select_rank(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
                                  uint32_t width, ImageView<float> kp, uint64_t* smem) {
   uint64_t* keys = smem;                                       // kV4Cap candidates
@@ -495,13 +538,14 @@ __device__ void topk_select_rank(const TopkV4Scratch* sc, const uint64_t* list, 
   __syncthreads();
   for_each_listed(list, total, [&](uint64_t key, uint32_t pos) {
     if (all || (key >> shift) >= prefix) {
-      const uint32_t slot = atomicAdd(&n_sel, 1u);
+      const uint32_t slot = !AGGREGATED ? atomicAdd(&n_sel, 1u) : all ? pos : warp_append(&n_sel);
       keys[slot] = key;
-      if (pos % gridDim.x == blockIdx.x) owned[atomicAdd(&n_owned, 1u)] = slot;
+      if (pos % gridDim.x == blockIdx.x)
+        owned[AGGREGATED ? warp_append(&n_owned) : atomicAdd(&n_owned, 1u)] = slot;
     }
   });
   __syncthreads();
-  const uint32_t n = n_sel;  // above + in_bin (or total), at most kV4Cap
+  const uint32_t n = AGGREGATED && all ? total : n_sel;  // above + in_bin (or total), <= kV4Cap
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
   for (uint32_t o = uint32_t(warp); o < n_owned; o += kV4Threads / 32) {
     const uint64_t mine = keys[owned[o]];
@@ -538,6 +582,154 @@ __global__ void __launch_bounds__(kV4Threads)
   topk_compact_tiles<kV4Threads, 8>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
   cooperative_groups::this_grid().sync();  // every survivor listed and counted
   topk_select_rank(sc, list, k, uint32_t(s.width), kp, smem);
+}
+
+// v6: v5 with its loads in flight together and its shared appends one per warp.
+__global__ void __launch_bounds__(kV4Threads)
+    topk_in_flight_kernel(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc, uint64_t* list,
+                          uint32_t k, ImageView<float> kp) {
+  extern __shared__ uint64_t smem[];
+  topk_compact_tiles<kV4Threads, 8, true>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
+  cooperative_groups::this_grid().sync();
+  topk_select_rank<true>(sc, list, k, uint32_t(s.width), kp, smem);
+}
+
+// ---- v7: v6 with the selection shared out across the grid ----------------------------------
+
+// v6 has every block read the whole survivor list, once more for each refinement level, and
+// rank its candidates against all the others: cheap for the few thousand survivors of the test
+// images at 1280x736, but it grows with the survivors (a low threshold, a textured 4K frame:
+// tens of thousands, MBs of L2 reads per block). v7 gives each block a slice of the list and meets
+// the others at a grid-wide barrier after each step: the refinement histograms are summed in global
+// memory, and the candidates are placed in global memory grouped by their level-0 bin (bins
+// descending), so that a candidate's rank is the count of the bins above its own plus the greater
+// keys in its own bin: the ranking compares within a bin, not across all candidates.
+constexpr int kV7Levels = 5;  // refinements at most: the shift goes 51, 39, 27, 15, 3, 0
+
+struct TopkV7Scratch {
+  TopkV4Scratch v4;                     // zeroed by a memset before the launch
+  uint32_t fill[kV4Bins];               // candidates placed so far, per level-0 bin
+  uint32_t sub[kV7Levels][kV4SubBins];  // the refinement levels' histograms
+};
+
+// The list's keys i = threadIdx.x + kV4Threads * (blockIdx.x + gridDim.x * (j + kV4Unroll *
+// round)): this block's slice, spread evenly over the grid whatever the list's length.
+template <class F>
+__device__ void for_each_in_slice(const uint64_t* list, uint32_t total, F&& f) {
+  const uint32_t stride = gridDim.x * kV4Threads;
+  const uint32_t mine = blockIdx.x * kV4Threads + threadIdx.x;
+  for (uint32_t r = 0; r < total; r += stride * kV4Unroll) {
+    uint64_t key[kV4Unroll];
+#pragma unroll
+    for (int j = 0; j < kV4Unroll; ++j) {
+      const uint32_t i = r + uint32_t(j) * stride + mine;
+      key[j] = i < total ? __ldcg(&list[i]) : 0ull;
+    }
+#pragma unroll
+    for (int j = 0; j < kV4Unroll; ++j)
+      if (key[j]) f(key[j]);
+  }
+}
+
+// `smem`: kV4Smem bytes of dynamic shared memory: the candidates (kV4Cap keys), then each
+// level-0 bin's first candidate position (kV4Bins, phase 1's histogram before that), then a
+// refinement level's counts (kV4SubBins).
+__global__ void __launch_bounds__(kV4Threads)
+    topk_shared_select_kernel(ImageView<const float> s, uint32_t n, TopkV7Scratch* sc,
+                              uint64_t* list, uint64_t* cand, uint32_t k, ImageView<float> kp) {
+  extern __shared__ uint64_t smem[];
+  uint64_t* keys = smem;
+  uint32_t* start = reinterpret_cast<uint32_t*>(keys + kV4Cap);
+  uint32_t* sub = start + kV4Bins;
+  __shared__ uint32_t sel[3];
+  const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  // fill and sub are zeroed here, by the grid, before their first use past the barrier.
+  for (uint32_t i = blockIdx.x * kV4Threads + threadIdx.x; i < kV4Bins; i += gridDim.x * kV4Threads)
+    sc->fill[i] = 0;
+  for (uint32_t i = blockIdx.x * kV4Threads + threadIdx.x; i < kV7Levels * kV4SubBins;
+       i += gridDim.x * kV4Threads)
+    sc->sub[i / kV4SubBins][i % kV4SubBins] = 0;
+  topk_compact_tiles<kV4Threads, 8, true>(s, n, &sc->v4, list, start);
+  grid.sync();  // every survivor listed and counted; fill and sub zeroed
+
+  // The selection, as v4's, made by every block alike from the sums in global memory.
+  const uint32_t total = __ldcg(&sc->v4.count);
+  const bool all = total <= k;  // every survivor is kept (then total <= kV4Cap)
+  uint64_t prefix = 0;
+  int shift = kV4Shift;
+  uint32_t above = 0, in_bin = total, bin0 = 0, above0 = 0;
+  if (!all) {
+    topk_v4_find<kV4Bins / kV4Threads, true>(sc->v4.hist, k, sel);
+    prefix = bin0 = sel[0], above = above0 = sel[1], in_bin = sel[2];
+  }
+  for (int level = 0; !all && above + in_bin > kV4Cap && level < kV7Levels; ++level) {
+    const int bits = min(12, shift), next = shift - bits;
+    for (int b = threadIdx.x; b < kV4SubBins; b += kV4Threads) sub[b] = 0;
+    __syncthreads();
+    for_each_in_slice(list, total, [&](uint64_t key) {
+      if ((key >> shift) == prefix)
+        atomicAdd(&sub[uint32_t(key >> next) & ((1u << bits) - 1u)], 1u);
+    });
+    __syncthreads();
+    for (int b = threadIdx.x; b < kV4SubBins; b += kV4Threads)
+      if (sub[b]) atomicAdd(&sc->sub[level][b], sub[b]);
+    grid.sync();  // the level's histogram summed over the grid
+    topk_v4_find<kV4SubBins / kV4Threads, true>(sc->sub[level], k - above, sel);
+    prefix = (prefix << bits) | sel[0], above += sel[1], in_bin = sel[2], shift = next;
+    __syncthreads();  // sel and sub are rewritten by the next level
+  }
+  const uint32_t n_cand = all ? total : above + in_bin;  // at most kV4Cap
+
+  // Each level-0 bin's candidates: all its survivors above the boundary bin, the selected part of
+  // it, none below. start[b]: the candidates in the bins above b (bins descending).
+  {
+    using Scan = cub::BlockScan<uint32_t, kV4Threads>;
+    __shared__ typename Scan::TempStorage tmp;
+    constexpr int kPer = kV4Bins / kV4Threads;
+    const int hi = kPer * (kV4Threads - int(threadIdx.x));  // this thread's bins [hi - kPer, hi)
+    uint32_t c[kPer], mine = 0;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const uint32_t b = uint32_t(hi - 1 - j), h = __ldcg(&sc->v4.hist[b]);
+      c[j] = all || b > bin0 ? h : b == bin0 ? n_cand - above0 : 0u;
+      mine += c[j];
+    }
+    uint32_t before = 0, sum = 0;
+    Scan(tmp).ExclusiveSum(mine, before, sum);
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) start[hi - 1 - j] = before, before += c[j];
+    __syncthreads();
+  }
+  for_each_in_slice(list, total, [&](uint64_t key) {
+    if (all || (key >> shift) >= prefix) {
+      const uint32_t b = uint32_t(key >> kV4Shift);
+      cand[start[b] + atomicAdd(&sc->fill[b], 1u)] = key;
+    }
+  });
+  grid.sync();  // every candidate placed in its bin's range
+
+  // Rank: a warp per candidate, counting the greater keys of its own bin (keys are distinct).
+  for (uint32_t i = threadIdx.x; i < n_cand; i += kV4Threads) keys[i] = __ldcg(&cand[i]);
+  __syncthreads();
+  const int lane = int(threadIdx.x) & 31;
+  const uint32_t warps = gridDim.x * (kV4Threads / 32);
+  for (uint32_t p = blockIdx.x * (kV4Threads / 32) + (threadIdx.x >> 5); p < n_cand; p += warps) {
+    const uint64_t mine = keys[p];
+    const uint32_t b = uint32_t(mine >> kV4Shift);
+    const uint32_t lo = start[b], hi = b ? start[b - 1] : n_cand;
+    uint32_t greater = 0;
+    for (uint32_t j = lo + uint32_t(lane); j < hi; j += 32) greater += keys[j] > mine;
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) greater += __shfl_xor_sync(0xFFFFFFFFu, greater, d);
+    if (lane == 0 && lo + greater < k) {
+      const uint32_t idx = topk_key_index(mine);
+      write_keypoint(kp, int(lo + greater), float(idx % uint32_t(s.width)),
+                     float(idx / uint32_t(s.width)), topk_key_score(mine));
+    }
+  }
+  for (uint32_t i = min(n_cand, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
+       i += gridDim.x * kV4Threads)
+    write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
 }
 
 // ---- launchers -------------------------------------------------------------------------------
@@ -660,7 +852,7 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
 // holds at once (one per SM here), 0 when it cannot run.
 struct TopkOptIn {
   bool v4 = false;
-  int v5_grid = 0;
+  int v5_grid = 0, v6_grid = 0, v7_grid = 0;
 };
 static std::mutex g_optin_mu;
 static bool g_optin_valid = false;
@@ -678,16 +870,25 @@ static TopkOptIn topk_optin() {
   TopkOptIn o;
   if (d.smem_per_block_optin >= kV4Smem + 16 * 1024) {  // + the kernels' static shared memory
     for (const void* f : {reinterpret_cast<const void*>(topk_select_rank_kernel),
-                          reinterpret_cast<const void*>(topk_one_launch_kernel)})
+                          reinterpret_cast<const void*>(topk_one_launch_kernel),
+                          reinterpret_cast<const void*>(topk_in_flight_kernel),
+                          reinterpret_cast<const void*>(topk_shared_select_kernel)})
       LAB_CUDA_CHECK(
           cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kV4Smem)));
     o.v4 = true;
-    int coop = 0, per_sm = 0;
+    int coop = 0;
     LAB_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, d.index));
-    if (coop)
-      LAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, topk_one_launch_kernel,
-                                                                   kV4Threads, kV4Smem));
-    o.v5_grid = per_sm * d.sms;
+    // A cooperative grid: the blocks the device holds at once.
+    auto grid_of = [&](const void* f) {
+      int per_sm = 0;
+      if (coop)
+        LAB_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, kV4Threads, kV4Smem));
+      return per_sm * d.sms;
+    };
+    o.v5_grid = grid_of(reinterpret_cast<const void*>(topk_one_launch_kernel));
+    o.v6_grid = grid_of(reinterpret_cast<const void*>(topk_in_flight_kernel));
+    o.v7_grid = grid_of(reinterpret_cast<const void*>(topk_shared_select_kernel));
   }
   g_optin = o, g_optin_valid = true;
   return o;
@@ -729,6 +930,29 @@ static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
                      kV4Smem, io.s, io.n, sc, list, io.k, io.kp);
 }
 
+static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
+  const TopkIo io = io_of(a);
+  const int grid = io.k <= kV4Cap ? topk_optin().v6_grid : 0;
+  if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
+  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 0));
+  auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
+  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
+  launch_cooperative(ctx, "topk_in_flight", topk_in_flight_kernel, dim3(grid), dim3(kV4Threads),
+                     kV4Smem, io.s, io.n, sc, list, io.k, io.kp);
+}
+
+static void launch_v7(LaunchContext& ctx, const StageArgs& a) {
+  const TopkIo io = io_of(a);
+  const int grid = io.k <= kV4Cap ? topk_optin().v7_grid : 0;
+  if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
+  auto* sc = static_cast<TopkV7Scratch*>(ctx.scratch(sizeof(TopkV7Scratch), 0));
+  auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
+  auto* cand = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * kV4Cap, 2));
+  LAB_CUDA_CHECK(cudaMemsetAsync(&sc->v4, 0, sizeof(TopkV4Scratch), ctx.stream()));
+  launch_cooperative(ctx, "topk_shared_select", topk_shared_select_kernel, dim3(grid),
+                     dim3(kV4Threads), kV4Smem, io.s, io.n, sc, list, cand, io.k, io.kp);
+}
+
 // ---- variant table ---------------------------------------------------------------------------
 
 OpDef topk_op() {
@@ -765,6 +989,14 @@ OpDef topk_op() {
        "exact: v4's two phases in one cooperative launch, a grid-wide barrier between them "
        "(a block per SM); the second launch's fixed cost goes",
        {{1024, 1}}, {1024, 1}, launch_v5, nullptr},
+      {"v6_in_flight",
+       "exact: v5 with a thread's loads issued before its atomics (8 loads in flight, not 1) and "
+       "one shared atomic per warp for the candidates",
+       {{1024, 1}}, {1024, 1}, launch_v6, nullptr},
+      {"v7_shared_select",
+       "exact: v6 with the selection shared out: each block reads a slice of the survivors, "
+       "the candidates are grouped by score bin and ranked within their bin (many survivors)",
+       {{1024, 1}}, {1024, 1}, launch_v7, nullptr},
   };
   // clang-format on
   return op;
