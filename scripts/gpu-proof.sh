@@ -125,12 +125,15 @@ want topk && {  # the exact top-K on real images (issue 16): checked, under ever
   done
   # the select's refinement (plateaus, ties over its buffer) and K past its cap
   step "$san" --tool memcheck --error-exitcode 99 "$here/bin/lab_tests" --test-suite=gpu -tc="topk at scale*"
-  for v in v4_compact_select v5_one_launch; do
+  for v in v4_compact_select v5_one_launch v6_in_flight v7_binned_rank v8_shared_select; do
     step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$LAB_DATA_DIR/brick.png" --variant topk=$v
   done
-  for img in box_in_scene.png graf1.png astronaut.png; do
+  for img in box_in_scene.png graf1.png astronaut.png coffee.png; do
     step "$lab" bench --stage topk --sweep-variants --input "$LAB_DATA_DIR/$img" --size 1280x736 --reps 200
   done
+  # many survivors (NMS threshold 0: 11,400 at 1280x736, 97,153 at 4K on graf1): v8's case
+  step "$lab" bench --stage topk --sweep-variants --input "$LAB_DATA_DIR/graf1.png" --param nms.threshold=0 --reps 200
+  step "$lab" bench --stage topk --sweep-variants --input "$LAB_DATA_DIR/graf1.png" --size 3840x2160 --param nms.threshold=0 --reps 200
 } 2>&1 | tee "$out/topk.log"
 if want torch && python3 -c "import torch" 2>/dev/null; then
   step python3 "$here/torch_pipeline.py" --lab "$lab" --topk-input "$LAB_DATA_DIR/graf1.png" 2>&1 | tee "$out/torch.log"

@@ -128,7 +128,10 @@ def main():
     ap.add_argument("--topk-input", default=None,
                     help="image for the top-K comparison (default: the data folder's graf1.png)")
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--variant", action="append", default=[],
+                    help="STAGE=NAME for kernel-lab's pipeline (repeatable), e.g. nms=v5_fused_front")
     a = ap.parse_args()
+    variants = [arg for v in a.variant for arg in ("--variant", v)]
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -137,12 +140,12 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         # The frame both sides process, and kernel-lab's results on it.
-        lab(a.lab, "run", "--input", a.input, "--dump", tmp)
+        lab(a.lab, "run", "--input", a.input, "--dump", tmp, *variants)
         bgr_np = np.load(os.path.join(tmp, "input.npy"))
         letterboxed = torch.from_numpy(np.load(os.path.join(tmp, "letterbox.npy"))).to(dev)
         lab_kp = np.load(os.path.join(tmp, "keypoints.npy"))
         bench = json.loads(lab(a.lab, "bench", "--input", a.input, "--json", "--reps",
-                               str(a.reps), "--stage", "letterbox"))
+                               str(a.reps), "--stage", "letterbox", *variants))
 
         h, w = bgr_np.shape[:2]
         pipe = TorchPipeline(h, w)
@@ -168,7 +171,8 @@ def main():
         topk_bench = json.loads(lab(a.lab, "bench", *common, "--stage", "topk",
                                     "--sweep-variants", "--json", "--reps", str(a.reps)))
 
-    print(f"\nwhole pipeline, {w}x{h} BGR -> 1280x736, K = 4096 (median of {a.reps}, us/frame)")
+    print(f"\nwhole pipeline, {a.input} {w}x{h} BGR -> 1280x736, K = 4096 (median of {a.reps}, "
+          f"us/frame){' with ' + ' '.join(a.variant) if a.variant else ''}")
     print(f"  kernel-lab, stage by stage on a stream  {bench['frame_stream_median_us']:9.1f}")
     print(f"  kernel-lab, one CUDA graph              {bench['frame_graph_median_us']:9.1f}")
     print(f"  PyTorch eager                           {eager_us:9.1f}")

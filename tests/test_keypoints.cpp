@@ -584,7 +584,7 @@ TEST_SUITE("gpu") {
   LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {
     const HostImage in = io::load_image(data_path("box_in_scene.png"));
     for (const char* topk : {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch",
-                             "v6_in_flight", "v7_shared_select"}) {
+                             "v6_in_flight", "v7_binned_rank", "v8_shared_select"}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, std::string("topk=") + topk);
@@ -638,12 +638,13 @@ TEST_SUITE("gpu") {
                                          : 0.0f;
         }
       for (const VariantDef& v : find_op("topk").def.variants) {
-        // v4 to v7 hold at most 8192 candidates in a block: K at that cap, K past it (v2's
+        // v4 to v8 hold at most 8192 candidates in a block: K at that cap, K past it (v2's
         // path), K = 1; the plateau (65,536 equal scores) and the ties (a 13-bit bin holds ~60
         // values x ~1000 pixels) overflow that buffer, so their select refines down to the
         // index bits.
         const bool v4 = v.name.rfind("v4_", 0) == 0 || v.name.rfind("v5_", 0) == 0 ||
-                        v.name.rfind("v6_", 0) == 0 || v.name.rfind("v7_", 0) == 0;
+                        v.name.rfind("v6_", 0) == 0 || v.name.rfind("v7_", 0) == 0 ||
+                        v.name.rfind("v8_", 0) == 0;
         for (int k : v4 ? std::vector<int>{4096, 8192, 9000, 1} : std::vector<int>{4096}) {
           INFO(what << v.name << " k=" << k);
           Harness h(Backend::Cuda, {stage("topk", v.name, MathMode::Precise, {{"k", k}})},

@@ -43,12 +43,15 @@
 //                    8 memory latencies per tile instead of 1. v6 loads first, then counts; and
 //                    its selection appends candidates to shared memory with one atomic per warp
 //                    (v5: one per key, on one address, so the lanes take turns).
-//   v7_shared_select exact: v6's every block reads the whole survivor list (again for each
-//                    refinement) and ranks against every candidate: fine for a few thousand
-//                    survivors, not for tens of thousands. v7 shares the list out: a slice per
-//                    block, a grid-wide barrier after each refinement level, the candidates
-//                    placed in global memory grouped by their 13-bit bin, and each ranked
-//                    against its own bin only (the bins above give the rest of its rank).
+//   v7_binned_rank   exact: v6 ranks every candidate against every other: n^2 comparisons,
+//                    most of its instructions. v7 places the candidates in shared memory
+//                    grouped by their 13-bit bin (the global histogram gives each bin's start)
+//                    and ranks each against its own bin: the bins above give the rest.
+//   v8_shared_select exact: v7's every block reads the whole survivor list (again for each
+//                    refinement): fine for a few thousand survivors, not for tens of
+//                    thousands. v8 shares the list out: a slice per block, a grid-wide barrier
+//                    after each refinement level, the candidates placed in global memory grouped
+//                    by bin, then ranked as v7's.
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
 #include <cooperative_groups.h>
@@ -490,17 +493,75 @@ __device__ __forceinline__ uint32_t warp_append(uint32_t* counter) {
   return base + uint32_t(__popc(active & ((1u << lane) - 1u)));
 }
 
+// The selection v4 to v8 make: the keys whose top (64 - shift) bits are >= prefix. `above`
+// keys lie strictly above the prefix's bin, all kept, and `in_bin` keys in it, of which
+// K - above are kept. While the candidates would overflow the shared buffer (a plateau of equal
+// scores), a level refines the bin by the next 12 bits of the key (score bits, then the index:
+// the keys are distinct, so it ends by shift 0, one key a bin). bin0 and above0: the level-0
+// boundary bin and the count above it. With K or fewer survivors (`all`) every one is kept.
+struct TopkSelection {
+  uint64_t prefix = 0;
+  int shift = kV4Shift;
+  uint32_t total = 0, above = 0, in_bin = 0, bin0 = 0, above0 = 0;
+  bool all = true;
+  __device__ bool take(uint64_t key) const { return all || (key >> shift) >= prefix; }
+  __device__ uint32_t count() const { return all ? total : above + in_bin; }  // <= kV4Cap
+};
+
+// Made alike by every thread of the block (and every block), from the global histogram and the
+// whole list; `sub`: kV4SubBins counts of shared memory for the refinement levels.
+__device__ TopkSelection topk_select(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+                                     uint32_t* sub) {
+  __shared__ uint32_t sel[3];
+  TopkSelection t;
+  t.total = t.in_bin = __ldcg(&sc->count);
+  t.all = t.total <= k;  // then total <= kV4Cap
+  if (t.all) return t;
+  topk_v4_find<kV4Bins / kV4Threads, true>(sc->hist, k, sel);
+  t.prefix = t.bin0 = sel[0], t.above = t.above0 = sel[1], t.in_bin = sel[2];
+  while (t.above + t.in_bin > kV4Cap) {  // k <= kV4Cap
+    const int bits = min(12, t.shift), next = t.shift - bits;
+    for (int b = threadIdx.x; b < kV4SubBins; b += kV4Threads) sub[b] = 0;
+    __syncthreads();
+    for_each_listed(list, t.total, [&](uint64_t key, uint32_t) {
+      if ((key >> t.shift) == t.prefix)
+        atomicAdd(&sub[uint32_t(key >> next) & ((1u << bits) - 1u)], 1u);
+    });
+    __syncthreads();
+    topk_v4_find<kV4SubBins / kV4Threads, false>(sub, k - t.above, sel);
+    t.prefix = (t.prefix << bits) | sel[0], t.above += sel[1], t.in_bin = sel[2], t.shift = next;
+    __syncthreads();  // sel and sub are rewritten by the next level
+  }
+  return t;
+}
+
+// start[b] (kV4Bins, shared): the candidates in the level-0 bins above b, bins descending. A bin
+// above the boundary bin keeps all its survivors, the boundary bin its selected part, the bins
+// below none.
+__device__ void topk_bin_starts(const TopkV4Scratch* sc, const TopkSelection& t, uint32_t* start) {
+  using Scan = cub::BlockScan<uint32_t, kV4Threads>;
+  __shared__ typename Scan::TempStorage tmp;
+  constexpr int kPer = kV4Bins / kV4Threads;
+  const int hi = kPer * (kV4Threads - int(threadIdx.x));  // this thread's bins [hi - kPer, hi)
+  uint32_t c[kPer], mine = 0;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const uint32_t b = uint32_t(hi - 1 - j), h = __ldcg(&sc->hist[b]);
+    c[j] = t.all || b > t.bin0 ? h : b == t.bin0 ? t.count() - t.above0 : 0u;
+    mine += c[j];
+  }
+  uint32_t before = 0, sum = 0;
+  Scan(tmp).ExclusiveSum(mine, before, sum);
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) start[hi - 1 - j] = before, before += c[j];
+  __syncthreads();
+}
+
 // Select and rank, with no grid-wide barrier: every block makes the same selection from the
 // histogram and the list (the list is a few hundred KB, read from the L2 by each SM), so each
 // has every candidate in shared memory; a block then ranks the candidates it owns (list
 // position modulo the grid), one warp per candidate, counting the candidates with a greater
 // key (keys are distinct, so ranks are a permutation), and writes row `rank` when rank < K.
-//
-// The selection is "keys whose top (64 - shift) bits are >= prefix": `above` keys strictly
-// above the prefix's bin, all kept, and `in_bin` keys in it, of which K - above are kept. While
-// the candidates would overflow the shared buffer (a plateau of equal scores), a level refines
-// the bin by the next 12 bits of the key (score bits, then the index: the keys are distinct, so
-// it ends by shift 0, one key a bin).
 // `smem`: kV4Smem bytes of dynamic shared memory.
 // AGGREGATED (v6 on): the candidates are appended to shared memory with one atomic per warp,
 // not one per key: lanes adding to one shared address take turns, and a block appends thousands
@@ -511,33 +572,14 @@ __device__ void topk_select_rank(const TopkV4Scratch* sc, const uint64_t* list, 
   uint64_t* keys = smem;                                       // kV4Cap candidates
   uint32_t* sub = reinterpret_cast<uint32_t*>(keys + kV4Cap);  // kV4SubBins counts
   uint32_t* owned = sub + kV4SubBins;                          // kV4Cap slots of keys[]
-  __shared__ uint32_t sel[3], n_sel, n_owned;
-  const uint32_t total = __ldcg(&sc->count);
-  const bool all = total <= k;  // every survivor is kept (then total <= kV4Cap)
-  uint64_t prefix = 0;
-  int shift = kV4Shift;
-  uint32_t above = 0, in_bin = total;
-  if (!all) {
-    topk_v4_find<kV4Bins / kV4Threads, true>(sc->hist, k, sel);
-    prefix = sel[0], above = sel[1], in_bin = sel[2];
-  }
-  while (!all && above + in_bin > kV4Cap) {  // k <= kV4Cap
-    const int bits = min(12, shift), next = shift - bits;
-    for (int b = threadIdx.x; b < kV4SubBins; b += kV4Threads) sub[b] = 0;
-    __syncthreads();
-    for_each_listed(list, total, [&](uint64_t key, uint32_t) {
-      if ((key >> shift) == prefix)
-        atomicAdd(&sub[uint32_t(key >> next) & ((1u << bits) - 1u)], 1u);
-    });
-    __syncthreads();
-    topk_v4_find<kV4SubBins / kV4Threads, false>(sub, k - above, sel);
-    prefix = (prefix << bits) | sel[0], above += sel[1], in_bin = sel[2], shift = next;
-    __syncthreads();  // sel and sub are rewritten by the next level
-  }
+  __shared__ uint32_t n_sel, n_owned;
+  const TopkSelection t = topk_select(sc, list, k, sub);
+  const uint32_t total = t.total;
+  const bool all = t.all;
   if (threadIdx.x == 0) n_sel = 0, n_owned = 0;
   __syncthreads();
   for_each_listed(list, total, [&](uint64_t key, uint32_t pos) {
-    if (all || (key >> shift) >= prefix) {
+    if (t.take(key)) {
       const uint32_t slot = !AGGREGATED ? atomicAdd(&n_sel, 1u) : all ? pos : warp_append(&n_sel);
       keys[slot] = key;
       if (pos % gridDim.x == blockIdx.x)
@@ -594,22 +636,75 @@ __global__ void __launch_bounds__(kV4Threads)
   topk_select_rank<true>(sc, list, k, uint32_t(s.width), kp, smem);
 }
 
-// ---- v7: v6 with the selection shared out across the grid ----------------------------------
+// v7: v6's selection; the candidates placed in shared memory grouped by their level-0 bin (bins
+// descending), each then ranked against its own bin only. v6 compares every candidate with
+// every other, n^2 work that dominated it (8.5M instructions for 4,416 candidates on coffee.png);
+// on a real image the candidates spread over tens of bins. The order inside a bin is the order
+// of the atomics, so it differs between blocks: a candidate belongs to the block its pixel index
+// names (index modulo the grid), not to a position.
+__device__ void topk_select_rank_binned(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+                                        uint32_t width, ImageView<float> kp, uint64_t* smem) {
+  uint64_t* keys = smem;                                       // kV4Cap candidates, grouped
+  uint32_t* end = reinterpret_cast<uint32_t*>(keys + kV4Cap);  // kV4Bins
+  uint32_t* sub = end + kV4Bins;                               // kV4SubBins
+  const TopkSelection t = topk_select(sc, list, k, sub);
+  const uint32_t n = t.count();
+  // end[b] starts as the bin's first position and, advanced by each key placed, ends as its end
+  // (so bin b then spans [end[b + 1], end[b])).
+  topk_bin_starts(sc, t, end);
+  for_each_listed(list, t.total, [&](uint64_t key, uint32_t) {
+    if (t.take(key)) keys[atomicAdd(&end[uint32_t(key >> kV4Shift)], 1u)] = key;
+  });
+  __syncthreads();
+  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
+  for (uint32_t base = uint32_t(warp) * 32; base < n; base += kV4Threads) {
+    const uint32_t p = base + uint32_t(lane);
+    const bool own = p < n && topk_key_index(keys[p]) % gridDim.x == blockIdx.x;
+    for (uint32_t m = __ballot_sync(0xFFFFFFFFu, own); m; m &= m - 1) {
+      const uint64_t mine = keys[base + uint32_t(__ffs(m) - 1)];
+      const uint32_t b = uint32_t(mine >> kV4Shift);
+      const uint32_t lo = b + 1 < kV4Bins ? end[b + 1] : 0u;
+      uint32_t greater = 0;
+      for (uint32_t j = lo + uint32_t(lane); j < end[b]; j += 32) greater += keys[j] > mine;
+#pragma unroll
+      for (int d = 16; d > 0; d >>= 1) greater += __shfl_xor_sync(0xFFFFFFFFu, greater, d);
+      if (lane == 0 && lo + greater < k) {
+        const uint32_t idx = topk_key_index(mine);
+        write_keypoint(kp, int(lo + greater), float(idx % width), float(idx / width),
+                       topk_key_score(mine));
+      }
+    }
+  }
+  for (uint32_t i = min(n, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
+       i += gridDim.x * kV4Threads)
+    write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
+}
 
-// v6 has every block read the whole survivor list, once more for each refinement level, and
-// rank its candidates against all the others: cheap for the few thousand survivors of the test
-// images at 1280x736, but it grows with the survivors (a low threshold, a textured 4K frame:
-// tens of thousands, MBs of L2 reads per block). v7 gives each block a slice of the list and meets
-// the others at a grid-wide barrier after each step: the refinement histograms are summed in global
-// memory, and the candidates are placed in global memory grouped by their level-0 bin (bins
-// descending), so that a candidate's rank is the count of the bins above its own plus the greater
-// keys in its own bin: the ranking compares within a bin, not across all candidates.
-constexpr int kV7Levels = 5;  // refinements at most: the shift goes 51, 39, 27, 15, 3, 0
+__global__ void __launch_bounds__(kV4Threads)
+    topk_binned_rank_kernel(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc, uint64_t* list,
+                            uint32_t k, ImageView<float> kp) {
+  extern __shared__ uint64_t smem[];
+  topk_compact_tiles<kV4Threads, 8, true>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
+  cooperative_groups::this_grid().sync();
+  topk_select_rank_binned(sc, list, k, uint32_t(s.width), kp, smem);
+}
 
-struct TopkV7Scratch {
+// ---- v8: v7 with the selection shared out across the grid ----------------------------------
+
+// v7 has every block read the whole survivor list, once more for each refinement level: cheap
+// for the few thousand survivors of the test images, but it grows with the survivors (a low
+// threshold, a textured 4K frame: tens of thousands, MBs of L2 reads per block). v8 gives each
+// block a slice of the list and meets the others at a grid-wide barrier after each step: the
+// refinement histograms are summed in global memory, and the candidates are placed in global memory
+// grouped by their level-0 bin (bins descending), so that a candidate's rank is the count of the
+// bins above its own plus the greater keys in its own bin: the ranking compares within a bin, not
+// across all candidates.
+constexpr int kV8Levels = 5;  // refinements at most: the shift goes 51, 39, 27, 15, 3, 0
+
+struct TopkV8Scratch {
   TopkV4Scratch v4;                     // zeroed by a memset before the launch
   uint32_t fill[kV4Bins];               // candidates placed so far, per level-0 bin
-  uint32_t sub[kV7Levels][kV4SubBins];  // the refinement levels' histograms
+  uint32_t sub[kV8Levels][kV4SubBins];  // the refinement levels' histograms
 };
 
 // The list's keys i = threadIdx.x + kV4Threads * (blockIdx.x + gridDim.x * (j + kV4Unroll *
@@ -635,7 +730,7 @@ __device__ void for_each_in_slice(const uint64_t* list, uint32_t total, F&& f) {
 // level-0 bin's first candidate position (kV4Bins, phase 1's histogram before that), then a
 // refinement level's counts (kV4SubBins).
 __global__ void __launch_bounds__(kV4Threads)
-    topk_shared_select_kernel(ImageView<const float> s, uint32_t n, TopkV7Scratch* sc,
+    topk_shared_select_kernel(ImageView<const float> s, uint32_t n, TopkV8Scratch* sc,
                               uint64_t* list, uint64_t* cand, uint32_t k, ImageView<float> kp) {
   extern __shared__ uint64_t smem[];
   uint64_t* keys = smem;
@@ -646,62 +741,41 @@ __global__ void __launch_bounds__(kV4Threads)
   // fill and sub are zeroed here, by the grid, before their first use past the barrier.
   for (uint32_t i = blockIdx.x * kV4Threads + threadIdx.x; i < kV4Bins; i += gridDim.x * kV4Threads)
     sc->fill[i] = 0;
-  for (uint32_t i = blockIdx.x * kV4Threads + threadIdx.x; i < kV7Levels * kV4SubBins;
+  for (uint32_t i = blockIdx.x * kV4Threads + threadIdx.x; i < kV8Levels * kV4SubBins;
        i += gridDim.x * kV4Threads)
     sc->sub[i / kV4SubBins][i % kV4SubBins] = 0;
   topk_compact_tiles<kV4Threads, 8, true>(s, n, &sc->v4, list, start);
   grid.sync();  // every survivor listed and counted; fill and sub zeroed
 
-  // The selection, as v4's, made by every block alike from the sums in global memory.
-  const uint32_t total = __ldcg(&sc->v4.count);
-  const bool all = total <= k;  // every survivor is kept (then total <= kV4Cap)
-  uint64_t prefix = 0;
-  int shift = kV4Shift;
-  uint32_t above = 0, in_bin = total, bin0 = 0, above0 = 0;
-  if (!all) {
+  // v7's selection, made by every block alike from sums in global memory: each refinement
+  // level's histogram counted from the slices and summed over the grid.
+  TopkSelection t;
+  t.total = t.in_bin = __ldcg(&sc->v4.count);
+  t.all = t.total <= k;
+  if (!t.all) {
     topk_v4_find<kV4Bins / kV4Threads, true>(sc->v4.hist, k, sel);
-    prefix = bin0 = sel[0], above = above0 = sel[1], in_bin = sel[2];
+    t.prefix = t.bin0 = sel[0], t.above = t.above0 = sel[1], t.in_bin = sel[2];
   }
-  for (int level = 0; !all && above + in_bin > kV4Cap && level < kV7Levels; ++level) {
-    const int bits = min(12, shift), next = shift - bits;
+  for (int level = 0; !t.all && t.above + t.in_bin > kV4Cap && level < kV8Levels; ++level) {
+    const int bits = min(12, t.shift), next = t.shift - bits;
     for (int b = threadIdx.x; b < kV4SubBins; b += kV4Threads) sub[b] = 0;
     __syncthreads();
-    for_each_in_slice(list, total, [&](uint64_t key) {
-      if ((key >> shift) == prefix)
+    for_each_in_slice(list, t.total, [&](uint64_t key) {
+      if ((key >> t.shift) == t.prefix)
         atomicAdd(&sub[uint32_t(key >> next) & ((1u << bits) - 1u)], 1u);
     });
     __syncthreads();
     for (int b = threadIdx.x; b < kV4SubBins; b += kV4Threads)
       if (sub[b]) atomicAdd(&sc->sub[level][b], sub[b]);
     grid.sync();  // the level's histogram summed over the grid
-    topk_v4_find<kV4SubBins / kV4Threads, true>(sc->sub[level], k - above, sel);
-    prefix = (prefix << bits) | sel[0], above += sel[1], in_bin = sel[2], shift = next;
+    topk_v4_find<kV4SubBins / kV4Threads, true>(sc->sub[level], k - t.above, sel);
+    t.prefix = (t.prefix << bits) | sel[0], t.above += sel[1], t.in_bin = sel[2], t.shift = next;
     __syncthreads();  // sel and sub are rewritten by the next level
   }
-  const uint32_t n_cand = all ? total : above + in_bin;  // at most kV4Cap
-
-  // Each level-0 bin's candidates: all its survivors above the boundary bin, the selected part of
-  // it, none below. start[b]: the candidates in the bins above b (bins descending).
-  {
-    using Scan = cub::BlockScan<uint32_t, kV4Threads>;
-    __shared__ typename Scan::TempStorage tmp;
-    constexpr int kPer = kV4Bins / kV4Threads;
-    const int hi = kPer * (kV4Threads - int(threadIdx.x));  // this thread's bins [hi - kPer, hi)
-    uint32_t c[kPer], mine = 0;
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      const uint32_t b = uint32_t(hi - 1 - j), h = __ldcg(&sc->v4.hist[b]);
-      c[j] = all || b > bin0 ? h : b == bin0 ? n_cand - above0 : 0u;
-      mine += c[j];
-    }
-    uint32_t before = 0, sum = 0;
-    Scan(tmp).ExclusiveSum(mine, before, sum);
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) start[hi - 1 - j] = before, before += c[j];
-    __syncthreads();
-  }
-  for_each_in_slice(list, total, [&](uint64_t key) {
-    if (all || (key >> shift) >= prefix) {
+  const uint32_t n_cand = t.count();
+  topk_bin_starts(&sc->v4, t, start);
+  for_each_in_slice(list, t.total, [&](uint64_t key) {
+    if (t.take(key)) {
       const uint32_t b = uint32_t(key >> kV4Shift);
       cand[start[b] + atomicAdd(&sc->fill[b], 1u)] = key;
     }
@@ -852,7 +926,7 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
 // holds at once (one per SM here), 0 when it cannot run.
 struct TopkOptIn {
   bool v4 = false;
-  int v5_grid = 0, v6_grid = 0, v7_grid = 0;
+  int v5_grid = 0, v6_grid = 0, v7_grid = 0, v8_grid = 0;
 };
 static std::mutex g_optin_mu;
 static bool g_optin_valid = false;
@@ -872,6 +946,7 @@ static TopkOptIn topk_optin() {
     for (const void* f : {reinterpret_cast<const void*>(topk_select_rank_kernel),
                           reinterpret_cast<const void*>(topk_one_launch_kernel),
                           reinterpret_cast<const void*>(topk_in_flight_kernel),
+                          reinterpret_cast<const void*>(topk_binned_rank_kernel),
                           reinterpret_cast<const void*>(topk_shared_select_kernel)})
       LAB_CUDA_CHECK(
           cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kV4Smem)));
@@ -888,7 +963,8 @@ static TopkOptIn topk_optin() {
     };
     o.v5_grid = grid_of(reinterpret_cast<const void*>(topk_one_launch_kernel));
     o.v6_grid = grid_of(reinterpret_cast<const void*>(topk_in_flight_kernel));
-    o.v7_grid = grid_of(reinterpret_cast<const void*>(topk_shared_select_kernel));
+    o.v7_grid = grid_of(reinterpret_cast<const void*>(topk_binned_rank_kernel));
+    o.v8_grid = grid_of(reinterpret_cast<const void*>(topk_shared_select_kernel));
   }
   g_optin = o, g_optin_valid = true;
   return o;
@@ -945,7 +1021,18 @@ static void launch_v7(LaunchContext& ctx, const StageArgs& a) {
   const TopkIo io = io_of(a);
   const int grid = io.k <= kV4Cap ? topk_optin().v7_grid : 0;
   if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
-  auto* sc = static_cast<TopkV7Scratch*>(ctx.scratch(sizeof(TopkV7Scratch), 0));
+  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 0));
+  auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
+  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
+  launch_cooperative(ctx, "topk_binned_rank", topk_binned_rank_kernel, dim3(grid), dim3(kV4Threads),
+                     kV4Smem, io.s, io.n, sc, list, io.k, io.kp);
+}
+
+static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
+  const TopkIo io = io_of(a);
+  const int grid = io.k <= kV4Cap ? topk_optin().v8_grid : 0;
+  if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
+  auto* sc = static_cast<TopkV8Scratch*>(ctx.scratch(sizeof(TopkV8Scratch), 0));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
   auto* cand = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * kV4Cap, 2));
   LAB_CUDA_CHECK(cudaMemsetAsync(&sc->v4, 0, sizeof(TopkV4Scratch), ctx.stream()));
@@ -972,7 +1059,7 @@ OpDef topk_op() {
       "integer selection: exact variants match the reference row for row; the histogram variant "
       "returns the right count, exact scores, everything above the boundary bin";
   // clang-format off
-  op.default_variant = "v5_one_launch";
+  op.default_variant = "v6_in_flight";
   op.variants = {
       {"v1_sort_all", "exact: CUB radix sort of one 64-bit key per pixel, first K decoded",
        lines, {256, 1}, launch_v1, nullptr},
@@ -993,10 +1080,14 @@ OpDef topk_op() {
        "exact: v5 with a thread's loads issued before its atomics (8 loads in flight, not 1) and "
        "one shared atomic per warp for the candidates",
        {{1024, 1}}, {1024, 1}, launch_v6, nullptr},
-      {"v7_shared_select",
-       "exact: v6 with the selection shared out: each block reads a slice of the survivors, "
-       "the candidates are grouped by score bin and ranked within their bin (many survivors)",
+      {"v7_binned_rank",
+       "exact: v6 with the candidates grouped by score bin in shared memory, each ranked "
+       "against its own bin only (v6 compares every candidate with every other)",
        {{1024, 1}}, {1024, 1}, launch_v7, nullptr},
+      {"v8_shared_select",
+       "exact: v7 with the survivors shared out over the grid: a slice per block, the "
+       "candidates grouped by bin in global memory (for tens of thousands of survivors)",
+       {{1024, 1}}, {1024, 1}, launch_v8, nullptr},
   };
   // clang-format on
   return op;
