@@ -57,9 +57,12 @@ class TorchPipeline:
         t = torch.arange(64, device=device)
         self.offsets = torch.stack([2.0 * (t % 8) - 7.0, 2.0 * (t // 8) - 7.0], dim=-1)
 
-    def letterbox(self, bgr):  # bgr: H x W x 3 uint8 on the GPU
-        f = bgr.permute(2, 0, 1).unsqueeze(0).float() * (1.0 / 255.0)
-        gray = (f * self.gray).sum(dim=1, keepdim=True)
+    def letterbox(self, bgr):  # bgr: H x W x 3 (or H x W gray) uint8 on the GPU
+        if bgr.dim() == 2:  # a gray image (box_in_scene.png): no colour conversion
+            gray = bgr.view(1, 1, *bgr.shape).float() * (1.0 / 255.0)
+        else:
+            f = bgr.permute(2, 0, 1).unsqueeze(0).float() * (1.0 / 255.0)
+            gray = (f * self.gray).sum(dim=1, keepdim=True)
         small = F.interpolate(gray, size=(self.rh, self.rw), mode="bilinear", align_corners=False)
         out = torch.full((1, 1, self.out_h, self.out_w), 114.0 / 255.0, device=bgr.device)
         out[:, :, self.oy:self.oy + self.rh, self.ox:self.ox + self.rw] = small
@@ -171,8 +174,9 @@ def main():
         topk_bench = json.loads(lab(a.lab, "bench", *common, "--stage", "topk",
                                     "--sweep-variants", "--json", "--reps", str(a.reps)))
 
-    print(f"\nwhole pipeline, {a.input} {w}x{h} BGR -> 1280x736, K = 4096 (median of {a.reps}, "
-          f"us/frame){' with ' + ' '.join(a.variant) if a.variant else ''}")
+    kind = "gray" if bgr_np.ndim == 2 else "BGR"
+    print(f"\nwhole pipeline, {a.input} {w}x{h} {kind} -> 1280x736, K = 4096 "
+          f"(median of {a.reps}, us/frame){' with ' + ' '.join(a.variant) if a.variant else ''}")
     print(f"  kernel-lab, stage by stage on a stream  {bench['frame_stream_median_us']:9.1f}")
     print(f"  kernel-lab, one CUDA graph              {bench['frame_graph_median_us']:9.1f}")
     print(f"  PyTorch eager                           {eager_us:9.1f}")

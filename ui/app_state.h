@@ -151,7 +151,10 @@ struct JobInput {
   MeasureOptions measure;                // how the frame is timed: as bench times it
   CounterCollector* counters = nullptr;  // collect hardware counters after the timed run
   bool simulate_fault = false;  // tests: throw a sticky CUDA error, as a faulting kernel would
-  bool simulate_hang = false;   // tests: never return, as a frame with an endless kernel
+  // LAB_TRACE_RECOVERY: the first frame after a GPU fault says when each of its steps ended
+  // (milliseconds since the fault), to find what the driver holds back.
+  std::optional<std::chrono::steady_clock::time_point> trace_since;
+  bool simulate_hang = false;  // tests: never return, as a frame with an endless kernel
 };
 
 // The Ladder panel (panel_ladder.cpp): what to run, the run in flight, its result and exports.

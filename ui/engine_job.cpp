@@ -110,6 +110,7 @@ void engine_frame(GuiApp& app, bool wait) {
         app.ui.counter_stages = r.stage_names;
       }
       ++app.frames;
+      const bool first_after_fault = app.recovery.waiting;
       if (app.recovery.waiting) {
         app.recovery.waiting = false;
         app.recovery.live_ms =
@@ -117,6 +118,7 @@ void engine_frame(GuiApp& app, bool wait) {
         recovery_trace(app, "the first frame ran");
       }
       display_result(app, r);
+      if (first_after_fault) recovery_trace(app, "the first frame shown (CUDA-GL interop)");
       live_frame_ran(app, r);
       if (r.uploaded)  // the frames that sent one: the copy and the staging together
         push_history(app.ui.upload_ms, float(r.upload_dma_ms + r.staging_ms));
@@ -168,6 +170,8 @@ void engine_frame(GuiApp& app, bool wait) {
     app.ui.graph_dirty = false;
   }
   if (app.interop.available()) in.staging = &app.staging;
+  if (app.recovery.waiting && std::getenv("LAB_TRACE_RECOVERY"))
+    in.trace_since = app.recovery.fault_at;
   if (app.ui.ladder.requested && !app.view.slots.empty() && !in.pipeline &&
       size_t(app.ui.ladder.stage) < app.view.stage_names.size()) {
     LadderUi& L = app.ui.ladder;
@@ -223,6 +227,14 @@ void engine_frame(GuiApp& app, bool wait) {
 FrameResult run_job(Runner& r, JobInput in) {
   FrameResult out;
   const auto job_start = std::chrono::steady_clock::now();
+  auto trace = [&](const char* step) {
+    if (!in.trace_since) return;
+    if (r.backend() == Backend::Cuda) cudaStreamSynchronize(r.stream());  // the step's GPU work
+    const std::chrono::duration<double, std::milli> ms =
+        std::chrono::steady_clock::now() - *in.trace_since;
+    std::fprintf(stderr, "kernel-lab: recovery: first frame: %s (%.0f ms after the fault)\n", step,
+                 ms.count());
+  };
   const HostImage* frame = in.shared_frame ? in.shared_frame.get()
                            : in.frame      ? &*in.frame
                                            : nullptr;
@@ -241,19 +253,22 @@ FrameResult run_job(Runner& r, JobInput in) {
                (frame && (slots.empty() || frame->desc() != slots[0].desc))) {
       // A new pipeline, a first frame, or a frame of another size: (re)configure.
       const ImageDesc input = frame ? frame->desc() : slots.at(0).desc;
+      trace("job started");
       r.configure(want ? *want : r.pipeline(), input);
+      trace("configured (buffers allocated)");
     }
     if (in.graph) r.set_graph(*in.graph);
     if (r.slots().empty()) return out;  // no frame yet
-    if (frame) r.set_input(*frame);
+    if (frame) r.set_input(*frame), trace("input uploaded");
     // bench's figures are L2-warm: each timed run follows another run of the same frame. Between
     // two UI frames the GPU draws the UI and uploads textures, which evicts the frame from the
     // L2 (letterbox, the first kernel, read 1.1 us more at 1080p on the H200), so an untimed run
     // of this frame goes first, unless the user asked for DRAM-cold figures.
-    if (!in.measure.cold_l2 && r.backend() == Backend::Cuda) r.run();
+    if (!in.measure.cold_l2 && r.backend() == Backend::Cuda) r.run(), trace("untimed run");
     // Timed exactly as bench times a frame (measure.h): behind the queue-ahead delay, so that
     // each launch's event pair holds the kernel alone, not the host's launch latency.
     timed_run(r, in.measure);
+    trace("timed run");
     out.enqueue_ms = r.enqueue_ms();
     out.cold_l2 = in.measure.cold_l2;
     if (frame) {
