@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "presets.h"
@@ -59,6 +60,30 @@ TEST_SUITE("cpu") {
     CHECK(load_preset(f.string()).warning.empty());
     fs::remove(f);
     CHECK(load_preset(f.string()).warning.find("no preset") != std::string::npos);
+  }
+
+  TEST_CASE("presets: the shipped examples/presets/fastest.json loads as it is and runs") {
+    const char* env = std::getenv("LAB_EXAMPLES_DIR");
+    const fs::path file =
+        fs::path(env && *env ? env : LAB_EXAMPLES_DIR).parent_path() / "presets" / "fastest.json";
+    const PresetLoad r = load_preset(file.string());
+    CHECK_MESSAGE(r.warning.empty(), r.warning);
+    REQUIRE(r.pipeline.stages.size() == default_pipeline().stages.size());
+    std::map<std::string, std::string> variant;
+    for (const StageConfig& s : r.pipeline.stages) variant[s.op] = s.variant;
+    // The file and the GUI's "fastest" button (fastest_variants) say the same.
+    for (const std::string& v : fastest_variants()) {
+      const size_t eq = v.find('=');
+      CHECK_MESSAGE(variant[v.substr(0, eq)] == v.substr(eq + 1), v);
+    }
+    CHECK(variant["nms"] == "v5_fused_front");
+    // The CLI takes it (on the CPU: the fused variants' own references).
+    const Result run = lab_cli(
+        "run --device cpu --input synthetic:320x200 --size 160x96 --preset " + file.string());
+    INFO(run.out);
+    CHECK(run.code == 0);
+    CHECK(has(run, "skipped: fused into nms/v5_fused_front"));
+    CHECK(has(run, "skipped: fused into l2norm/v4_fused_warp"));
   }
 
   TEST_CASE("presets: wrong types, 100,000 levels deep, or not JSON: a warning and the defaults") {

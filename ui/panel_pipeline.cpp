@@ -294,6 +294,21 @@ void draw_pipeline_panel(GuiApp& app) {
     app.ui.pipeline = default_pipeline(lab ? lab->def.name : "keypoints");
     app.ui.pipeline_dirty = true;
   }
+  if (!lab) {
+    ImGui::SameLine();
+    if (ImGui::Button("fastest")) {
+      try {
+        for (const std::string& v : fastest_variants()) apply_variant(app.ui.pipeline, v);
+        app.ui.pipeline_dirty = true;
+      } catch (const Error& e) {  // a pipeline without those stages (harris)
+        app.ui.message = e.what();
+      }
+    }
+    tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): the fused "
+        "dense front (nms/v5_fused_front: blur, sobel and harris then skipped), topk "
+        "v6_in_flight and the fused descriptor head (l2norm/v4_fused_warp: sample skipped); the "
+        "rest of the pipeline as it is. The same as examples/presets/fastest.json");
+  }
   ImGui::BeginDisabled(app.opt.backend != Backend::Cuda);
   if (ImGui::Checkbox("CUDA graph", &app.ui.graph)) app.ui.graph_dirty = true;
   ImGui::EndDisabled();

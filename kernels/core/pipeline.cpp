@@ -223,4 +223,10 @@ void apply_size(PipelineConfig& p, const std::string& wxh) {
   apply_param(p, "letterbox.height=" + std::to_string(b->y));
 }
 
+const std::vector<std::string>& fastest_variants() {
+  static const std::vector<std::string> v = {"nms=v5_fused_front", "topk=v6_in_flight",
+                                             "l2norm=v4_fused_warp"};
+  return v;
+}
+
 }  // namespace lab
