@@ -38,12 +38,12 @@
 //   v5_one_launch    exact: v4's two phases in one cooperative launch of a block per SM, with a
 //                    grid-wide barrier between them: one launch's fixed cost less. Where the
 //                    device cannot launch it cooperatively, v4 runs.
-//   v6_in_flight     exact: v5's compaction follows each load with a shared atomic, and the
-//                    compiler keeps the next load behind it: up to 8 memory latencies per tile
-//                    instead of 1. v6 loads first, then counts; and its selection appends
-//                    candidates to shared memory with one atomic per warp (v5: one per key, on
-//                    one address, so the lanes take turns). On the H200: 0.8 us less at
-//                    1280x736, 5 us at 4K; what remains is ranking and the grid barrier.
+//   v6_in_flight     exact: v5's compaction follows each load with a shared atomic, and its
+//                    PTX keeps the next load behind it (`kernel-lab asm topk=v5_one_launch`):
+//                    up to 8 memory latencies per tile instead of 1. v6 loads first, then counts;
+//                    and its selection appends candidates to shared memory with one atomic per warp
+//                    (v5: one per key, on one address, so the lanes take turns). On the H200: 0.8
+//                    us less at 1280x736, 5 us at 4K; what remains is ranking and the grid barrier.
 //   v7_binned_rank   exact: v6 ranks every candidate against every other: n^2 comparisons,
 //                    most of its instructions. v7 places the candidates in shared memory
 //                    grouped by their 13-bit bin (the global histogram gives each bin's start)
@@ -392,8 +392,8 @@ __device__ __forceinline__ uint32_t topk_count_key(float v, uint32_t i, uint64_t
 // counter) and counted in the level-0 histogram `h` (BLOCK's own, in shared memory, flushed to
 // the global one once per non-empty bin).
 // LOADS_FIRST (v6 on): a thread issues all its ITEMS loads before it counts any of them. In v4
-// and v5 each load is followed by a shared-memory atomic, which the compiler does not move a
-// later load across: the ITEMS loads wait for each other, ITEMS memory latencies per tile.
+// and v5 each load is followed by a branch and a shared-memory atomic, and the PTX keeps every
+// later load behind them: the ITEMS loads wait for each other.
 template <int BLOCK, int ITEMS, bool LOADS_FIRST = false>
 __device__ void topk_compact_tiles(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc,
                                    uint64_t* list, uint32_t* h) {
@@ -996,37 +996,31 @@ static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
          dim3(kV4Threads), kV4Smem, sc, list, io.k, uint32_t(io.s.width), io.kp);
 }
 
-static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
+// v5 to v7: one cooperative launch with v4's scratch, on the grid the opt-in found for it.
+using OneLaunchKernel = void (*)(ImageView<const float>, uint32_t, TopkV4Scratch*, uint64_t*,
+                                 uint32_t, ImageView<float>);
+static void launch_one(LaunchContext& ctx, const StageArgs& a, int TopkOptIn::*grid_of,
+                       const char* name, OneLaunchKernel kernel) {
   const TopkIo io = io_of(a);
-  const int grid = io.k <= kV4Cap ? topk_optin().v5_grid : 0;
+  const int grid = io.k <= kV4Cap ? topk_optin().*grid_of : 0;
   if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
   auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 0));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
   LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
-  launch_cooperative(ctx, "topk_one_launch", topk_one_launch_kernel, dim3(grid), dim3(kV4Threads),
-                     kV4Smem, io.s, io.n, sc, list, io.k, io.kp);
+  launch_cooperative(ctx, name, kernel, dim3(grid), dim3(kV4Threads), kV4Smem, io.s, io.n, sc, list,
+                     io.k, io.kp);
+}
+
+static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
+  launch_one(ctx, a, &TopkOptIn::v5_grid, "topk_one_launch", topk_one_launch_kernel);
 }
 
 static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
-  const TopkIo io = io_of(a);
-  const int grid = io.k <= kV4Cap ? topk_optin().v6_grid : 0;
-  if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
-  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 0));
-  auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
-  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
-  launch_cooperative(ctx, "topk_in_flight", topk_in_flight_kernel, dim3(grid), dim3(kV4Threads),
-                     kV4Smem, io.s, io.n, sc, list, io.k, io.kp);
+  launch_one(ctx, a, &TopkOptIn::v6_grid, "topk_in_flight", topk_in_flight_kernel);
 }
 
 static void launch_v7(LaunchContext& ctx, const StageArgs& a) {
-  const TopkIo io = io_of(a);
-  const int grid = io.k <= kV4Cap ? topk_optin().v7_grid : 0;
-  if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
-  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 0));
-  auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
-  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
-  launch_cooperative(ctx, "topk_binned_rank", topk_binned_rank_kernel, dim3(grid), dim3(kV4Threads),
-                     kV4Smem, io.s, io.n, sc, list, io.k, io.kp);
+  launch_one(ctx, a, &TopkOptIn::v7_grid, "topk_binned_rank", topk_binned_rank_kernel);
 }
 
 static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
