@@ -229,7 +229,7 @@ FrameResult run_job(Runner& r, JobInput in) {
   const auto job_start = std::chrono::steady_clock::now();
   auto trace = [&](const char* step) {
     if (!in.trace_since) return;
-    if (r.backend() == Backend::Cuda) cudaStreamSynchronize(r.stream());  // the step's GPU work
+    if (r.backend() == Backend::Cuda) LAB_CUDA_CHECK(cudaStreamSynchronize(r.stream()));
     const std::chrono::duration<double, std::milli> ms =
         std::chrono::steady_clock::now() - *in.trace_since;
     std::fprintf(stderr, "kernel-lab: recovery: first frame: %s (%.0f ms after the fault)\n", step,
