@@ -657,6 +657,10 @@ std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
     // The GPU's own span of the frame (first launch's start to last launch's end): whether an
     // upload slows the kernels, or only the host waits.
     what += "; GPU frame " + fmt("%.1f", median(gpu)) + " us";
+    // Overlapped, a frame can cost no less than the longer of its copy and its kernels.
+    if (u.mode == 1)
+      what += "; " + fmt("%.1f", 100 * (med / std::max(median(up), median(gpu)) - 1)) +
+              " % over max(upload, GPU frame)";
     frames.push_back({u.key, what, med, percentile(wall, 95)});
   }
   r.set_upload_mode(configured_upload);

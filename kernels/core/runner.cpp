@@ -284,15 +284,18 @@ void Runner::run_overlapped(const HostImage& next) {
   if (next.desc() != in.desc)
     throw Error(ErrorKind::Internal, "input is " + in.desc.str() + ", given " + next.desc().str());
   if (m_input_spare.desc() != in.desc) m_input_spare = DeviceImage(in.desc);
-  // The next frame's copy is queued first, so that it runs under this frame's kernels whatever
-  // the host does while it enqueues them; the spare buffer is free (the last frame that read it
-  // has been collected). The compute stream waits for the copy only after this frame's stages.
+  // This frame waits for its own copy (sent by the last call). The next frame's copy is queued
+  // before this frame's kernels, so that it runs under them whatever the host does while it
+  // enqueues them; the spare buffer is free (the last frame that read it has been collected).
+  // Nothing waits for that copy here: it is still running when this frame ends (the DMA of a
+  // 1080p frame outlasts the pipeline), and the next call queues the copy after it before the
+  // copy engine runs dry, so the copies run back to back.
+  m_up->order_compute();
   m_up->send(next, m_input_spare, false);
   m_rec.clear();
   enqueue_all();  // this frame, on the current input
-  m_up->order_compute();
   collect();
-  std::swap(in.dev, m_input_spare);  // the next run reads what was just sent
+  std::swap(in.dev, m_input_spare);  // the next run reads what is being sent
 }
 
 StageArgs Runner::args_for(const ResolvedStage& cfg) const {
@@ -454,6 +457,7 @@ void Runner::run() {
     }
     return;
   }
+  m_up->order_compute();  // a frame run_overlapped() sent
   enqueue_all();
   collect();
 }
@@ -469,6 +473,7 @@ void Runner::run_queued(double queue_ahead_us, size_t stage, const ResolvedStage
     return;
   }
   m_rec.clear();
+  m_up->order_compute();
   if (queue_ahead_us > 0) enqueue_delay(m_stream, queue_ahead_us);
   if (flush_l2) enqueue_l2_flush();
   const auto t0 = std::chrono::steady_clock::now();
@@ -495,6 +500,7 @@ void Runner::enqueue_l2_flush() {
 
 void Runner::run_stage(size_t i, const ResolvedStage* cfg) {
   m_rec.clear();
+  if (m_up) m_up->order_compute();
   enqueue_stage(i, cfg);
   collect();
 }

@@ -36,32 +36,51 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 Uploader::Uploader(cudaStream_t compute) : m_compute(compute), m_mode(default_upload_mode()) {
   LAB_CUDA_CHECK(cudaStreamCreateWithFlags(&m_copy, cudaStreamNonBlocking));
-  for (cudaEvent_t& e : m_ev) LAB_CUDA_CHECK(cudaEventCreate(&e));
+  for (Copy& c : m_copies)
+    for (cudaEvent_t& e : c.ev) LAB_CUDA_CHECK(cudaEventCreate(&e));
 }
 
 Uploader::~Uploader() {
   if (m_copy) cudaStreamSynchronize(m_copy);
   free_staging();
-  for (cudaEvent_t e : m_ev)
-    if (e) cudaEventDestroy(e);
+  for (Copy& c : m_copies)
+    for (cudaEvent_t e : c.ev)
+      if (e) cudaEventDestroy(e);
   if (m_copy) cudaStreamDestroy(m_copy);
 }
 
 void Uploader::set_mode(UploadMode m) {
   if (m == m_mode) return;
-  LAB_CUDA_CHECK(cudaStreamSynchronize(m_compute));
-  LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy));
+  finish_all();
   free_staging();
   m_mode = m;
 }
 
-void Uploader::release() {
+void Uploader::finish(Copy& c) {
+  LAB_CUDA_CHECK(cudaEventSynchronize(c.ev[1]));
+  float ms = 0;
+  LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, c.ev[0], c.ev[1]));
+  m_upload_ms = ms;
+  c.frame.reset();
+  c.pending = false;
+}
+
+void Uploader::finish_all() {
+  LAB_CUDA_CHECK(cudaStreamSynchronize(m_compute));
   LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy));
+  for (int i : {m_next, m_next ^ 1})  // the older first
+    if (m_copies[i].pending) finish(m_copies[i]);
+}
+
+void Uploader::release() {
+  wait_copies();
   free_staging();
 }
 
 void Uploader::wait_copies() {
   LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy));
+  for (int i : {m_next, m_next ^ 1})  // the older first
+    if (m_copies[i].pending) finish(m_copies[i]);
 }
 
 void Uploader::free_staging() {
@@ -76,8 +95,7 @@ void Uploader::stage(const HostImage& img, bool mapped) {
   const size_t pitch = mapped ? (d.row_bytes() + 16 + 255) / 256 * 256 : d.row_bytes();
   const size_t bytes = pitch * size_t(d.height);
   if (m_pinned.host && (m_pinned.mapped != mapped || m_pinned.bytes != bytes)) {
-    LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy));
-    LAB_CUDA_CHECK(cudaStreamSynchronize(m_compute));
+    finish_all();
     free_staging();
   }
   if (!m_pinned.host) {
@@ -96,39 +114,46 @@ void Uploader::stage(const HostImage& img, bool mapped) {
 
 void Uploader::send(const HostImage& img, DeviceImage& dst, bool order) {
   const ImageDesc& d = img.desc();
+  Copy& c = m_copies[m_next];
   if (m_mode == UploadMode::Pageable) {
-    LAB_CUDA_CHECK(cudaEventRecord(m_ev[0], m_compute));
+    LAB_CUDA_CHECK(cudaEventRecord(c.ev[0], m_compute));
     LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), img.bytes(), img.pitch(),
                                      d.row_bytes(), size_t(d.height), cudaMemcpyHostToDevice,
                                      m_compute));
-    LAB_CUDA_CHECK(cudaEventRecord(m_ev[1], m_compute));
-    LAB_CUDA_CHECK(cudaEventSynchronize(m_ev[1]));
-    float ms = 0;
-    LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_ev[0], m_ev[1]));
-    m_upload_ms = ms, m_staging_ms = 0;
+    LAB_CUDA_CHECK(cudaEventRecord(c.ev[1], m_compute));
+    finish(c);
+    m_staging_ms = 0;
     return;
   }
-  // The staging buffer is reused: the previous copy out of it must be done.
-  LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy));
+  // Two sends ago: done in a steady run (the compute stream waited for it and was synchronised
+  // since); its events are reused.
+  if (c.pending) finish(c);
   const void* src = img.bytes();
   size_t src_pitch = img.pitch();
   if (img.pinned()) {  // captured into page-locked memory: the DMA reads it where it is
-    m_inflight = img.storage_handle();
+    c.frame = img.storage_handle();
     m_staging_ms = 0;
   } else {
+    // One staging buffer: the copies out of it must be done before it is rewritten.
+    LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy));
     stage(img, false);
     src = m_pinned.host, src_pitch = m_pinned.pitch;
   }
-  LAB_CUDA_CHECK(cudaEventRecord(m_ev[0], m_copy));
+  LAB_CUDA_CHECK(cudaEventRecord(c.ev[0], m_copy));
   LAB_CUDA_CHECK(cudaMemcpy2DAsync(dst.data(), dst.pitch(), src, src_pitch, d.row_bytes(),
                                    size_t(d.height), cudaMemcpyHostToDevice, m_copy));
-  LAB_CUDA_CHECK(cudaEventRecord(m_ev[1], m_copy));
+  LAB_CUDA_CHECK(cudaEventRecord(c.ev[1], m_copy));
+  c.pending = true, c.ordered = false;
+  m_next ^= 1;
   if (order) order_compute();
-  m_pending = true;
 }
 
 void Uploader::order_compute() {
-  LAB_CUDA_CHECK(cudaStreamWaitEvent(m_compute, m_ev[1], 0));
+  for (Copy& c : m_copies)
+    if (c.pending && !c.ordered) {
+      LAB_CUDA_CHECK(cudaStreamWaitEvent(m_compute, c.ev[1], 0));
+      c.ordered = true;
+    }
 }
 
 ImageRef Uploader::map(const HostImage& img) {
@@ -139,13 +164,8 @@ ImageRef Uploader::map(const HostImage& img) {
 }
 
 void Uploader::collect() {
-  if (!m_pending) return;
-  LAB_CUDA_CHECK(cudaEventSynchronize(m_ev[1]));
-  float ms = 0;
-  LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_ev[0], m_ev[1]));
-  m_upload_ms = ms;
-  m_pending = false;
-  m_inflight.reset();
+  for (int i : {m_next, m_next ^ 1})  // the older first: upload_ms ends on the newer
+    if (m_copies[i].pending && m_copies[i].ordered) finish(m_copies[i]);
 }
 
 }  // namespace lab

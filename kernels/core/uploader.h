@@ -17,7 +17,8 @@ namespace lab {
 //   pageable  cudaMemcpy from the caller's (pageable) memory: the driver stages it, the host waits.
 //   pinned    the frame is copied into page-locked memory and sent with cudaMemcpyAsync on a copy
 //             stream; the compute stream waits on an event, and run_overlapped() sends the next
-//             frame while the current one computes (double-buffered input).
+//             frame while the current one computes (double-buffered input): up to two copies
+//             in flight, so that the copy engine never waits for the host between frames.
 //   mapped    zero-copy: the frame is written into mapped page-locked memory the kernels read
 //             directly; no device copy (what an integrated GPU such as Orin wants: CPU and GPU
 //             share the DRAM).
@@ -49,11 +50,13 @@ class Uploader {
   // the compute stream waits for its end unless `order_compute` is false (then order_compute()
   // does that later).
   void send(const HostImage& img, DeviceImage& dst, bool order_compute = true);
+  // The compute stream waits for every copy sent so far.
   void order_compute();
   // Mapped: writes `img` into mapped page-locked memory (the compute stream must be done with
   // the previous frame) and returns the view kernels read in place.
   ImageRef map(const HostImage& img);
-  // After the compute stream synchronised: the time of an asynchronous copy, once it is done.
+  // After the compute stream synchronised: the times of the copies it waited for (those are
+  // done). A copy it does not wait for yet (run_overlapped's next frame) is left in flight.
   void collect();
 
   // The last upload: GPU time of the copy (pageable, pinned: an event pair around it), or host
@@ -70,16 +73,24 @@ class Uploader {
     size_t pitch = 0, bytes = 0;
     bool mapped = false;
   };
+  // An asynchronous copy: its event pair, the pinned frame it reads, whether it is still to be
+  // collected and whether the compute stream waits for it.
+  struct Copy {
+    cudaEvent_t ev[2] = {nullptr, nullptr};  // copy start, copy end (= ready)
+    std::shared_ptr<const uint8_t> frame;
+    bool pending = false, ordered = false;
+  };
   void stage(const HostImage& img, bool mapped);
   void free_staging();
+  void finish(Copy& c);  // the copy is done: its time read, its frame let go
+  void finish_all();     // both streams synchronised first
 
   cudaStream_t m_compute;
   cudaStream_t m_copy = nullptr;
-  cudaEvent_t m_ev[2] = {nullptr, nullptr};  // copy start, copy end (= ready)
+  Copy m_copies[2];  // sent alternately: the current frame's and the next one's
+  int m_next = 0;    // the one the next send uses
   UploadMode m_mode;
   PinnedBuffer m_pinned;
-  std::shared_ptr<const uint8_t> m_inflight;  // a pinned frame an async copy still reads
-  bool m_pending = false;                     // an async copy whose time collect() reads
   double m_upload_ms = 0, m_staging_ms = 0;
 };
 
