@@ -151,9 +151,28 @@ void draw_menu(GuiApp& app) {
   ImGui::EndMainMenuBar();
 }
 
+// LAB_TRACE_UI=1: each step of a UI frame (a panel, the engine's part, the GL finish) that
+// takes longer than 20 ms, on stderr: where a slow frame's time goes.
+struct SlowStep {
+  const char* what;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  ~SlowStep() {
+    static const bool on = std::getenv("LAB_TRACE_UI") != nullptr;
+    if (!on) return;
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (ms > 20) std::fprintf(stderr, "kernel-lab: ui: %s took %.0f ms\n", what, ms);
+  }
+};
+template <class F>
+void timed(const char* what, F&& f) {
+  SlowStep s{what};
+  f();
+}
+
 void draw_ui(GuiApp& app) {
   if (!app.opt.ladder_stage.empty() && app.frames < 2) panel_shown(app, "Ladder") = true;
-  draw_menu(app);
+  timed("menu", [&] { draw_menu(app); });
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   // Below the menu bar (the work area shrinks only from the frame after the bar is first drawn,
   // too late for the first-run layout).
@@ -169,44 +188,49 @@ void draw_ui(GuiApp& app) {
     ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_FirstUseEver);
   };
   if (panel_shown(app, "Pipeline"))
-    place(at.x, at.y, side, size.y * 0.55f), draw_pipeline_panel(app);
+    place(at.x, at.y, side, size.y * 0.55f),
+        timed("pipeline panel", [&] { draw_pipeline_panel(app); });
   if (panel_shown(app, "Timings"))
-    place(at.x, at.y + size.y * 0.55f, side, size.y * 0.45f), draw_timings_panel(app);
+    place(at.x, at.y + size.y * 0.55f, side, size.y * 0.45f),
+        timed("timings panel", [&] { draw_timings_panel(app); });
   if (panel_shown(app, "Viewport"))
-    place(at.x + side, at.y, right, top_h), draw_viewport_panel(app);
+    place(at.x + side, at.y, right, top_h),
+        timed("viewport panel", [&] { draw_viewport_panel(app); });
   const float occ_w = right * 0.45f, diff_w = right * 0.3f;
   if (panel_shown(app, "Occupancy"))
-    place(at.x + side, bottom_y, occ_w, size.y - top_h), draw_occupancy_panel(app);
+    place(at.x + side, bottom_y, occ_w, size.y - top_h),
+        timed("occupancy panel", [&] { draw_occupancy_panel(app); });
   if (panel_shown(app, "Diff"))
-    place(at.x + side + occ_w, bottom_y, diff_w, size.y - top_h), draw_diff_panel(app);
+    place(at.x + side + occ_w, bottom_y, diff_w, size.y - top_h),
+        timed("diff panel", [&] { draw_diff_panel(app); });
   if (panel_shown(app, "Device"))
     place(at.x + side + occ_w + diff_w, bottom_y, right - occ_w - diff_w, size.y - top_h),
-        draw_device_panel(app);
+        timed("device panel", [&] { draw_device_panel(app); });
   // The editor opens collapsed on the right of the viewport's title bar, where it hides nothing:
   // the first view stays the image.
   if (panel_shown(app, "Live kernel")) {
     place(at.x + side + right * 0.45f, at.y, right * 0.55f, size.y * 0.65f);
     ImGui::SetNextWindowCollapsed(app.opt.kernel_file.empty(), ImGuiCond_FirstUseEver);
-    draw_live_panel(app);
+    timed("live panel", [&] { draw_live_panel(app); });
   }
   // The teaching views open over the viewport, the size of it (--ladder brings the ladder to
   // front at start).
   if (panel_shown(app, "Ladder")) {
     place(at.x + side, at.y, right, top_h);
     if (!app.opt.ladder_stage.empty() && app.frames < 2) ImGui::SetNextWindowFocus();
-    draw_ladder_panel(app);
+    timed("ladder panel", [&] { draw_ladder_panel(app); });
   }
   if (panel_shown(app, "A/B")) {
     // Beside the viewport's lower part, so that a scripted A/B shows both the table and the
     // wipe; the user moves it where they like.
     place(at.x + side + right * 0.5f, at.y + size.y * 0.05f, right * 0.5f, size.y * 0.9f);
     if (!app.opt.ab.empty() && app.frames < 2) ImGui::SetNextWindowFocus();
-    draw_ab_panel(app);
+    timed("ab panel", [&] { draw_ab_panel(app); });
   }
   if (panel_shown(app, "Code")) {
     place(at.x + side, at.y, right, top_h);
     if (!app.opt.code.empty() && app.frames < 3) ImGui::SetNextWindowFocus();
-    draw_code_panel(app);
+    timed("code panel", [&] { draw_code_panel(app); });
   }
 }
 
@@ -519,11 +543,12 @@ int run_gui(const GuiOptions& given) {
           panel_shown(app, "Code") = true;
         }
       }
-      engine_frame(app, scripted);
+      SlowStep{"the frame's start (events, live kernel, scripts)", t0};
+      timed("engine frame", [&] { engine_frame(app, scripted); });
       if (app.recovery.restart) break;  // nothing of this process is drawn again (recovery.cpp)
-      ImGui_ImplOpenGL3_NewFrame();
-      ImGui::NewFrame();
-      draw_ui(app);
+      timed("ImGui new frame", [&] { ImGui_ImplOpenGL3_NewFrame(), ImGui::NewFrame(); });
+      timed("the panels", [&] { draw_ui(app); });
+      const auto render0 = std::chrono::steady_clock::now();
       ImGui::Render();
       glViewport(0, 0, fb_w, fb_h);
       glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
@@ -545,11 +570,15 @@ int run_gui(const GuiOptions& given) {
       const bool last = opt.frames > 0 && frame == opt.frames - 1;
       if (last && !opt.screenshot.empty())
         write_screenshot(opt.screenshot, fb_w, fb_h), shot = true;
+      SlowStep{"rendering", render0};  // a temporary: reports the time since render0 now
       const auto sync0 = std::chrono::steady_clock::now();
-      if (window)
-        glfwSwapBuffers(window);
-      else
-        glFinish();  // headless: the frame really drawn, as a swap would (and no queue build-up)
+      {
+        SlowStep sync{"the GL swap or finish", sync0};
+        if (window)
+          glfwSwapBuffers(window);
+        else
+          glFinish();  // headless: the frame really drawn, as a swap would (and no queue build-up)
+      }
       push_history(app.ui.gl_sync_ms, std::chrono::duration<float, std::milli>(
                                           std::chrono::steady_clock::now() - sync0)
                                           .count());
