@@ -1,6 +1,6 @@
 // The dense front's shared arithmetic: the expressions the default kernels of blur (v6), sobel
 // (v4), harris (v3) and nms (v3) compute with, in one header that those kernels' headers and
-// nms v5_fused_front (nms_kernels.cuh) all include. Each is one expression in one order, so that
+// the fused front (front_kernels.cuh) all include. Each is one expression in one order, so that
 // every kernel built from them rounds alike: the same products, the same fused multiply-adds, in
 // the same order. nvcc and NVRTC both compile it (no standard library; LAB_MATH_NS is precise,
 // fast, or live).

@@ -22,7 +22,7 @@
 //                  plane, the intermediate planes never leaving registers (blur, sobel and harris
 //                  are skipped). One plane read, two written (the NMS map, and the blur plane
 //                  that sample reads), where the four launches move ten planes. Bit for bit the
-//                  default four kernels' result (nms_kernels.cuh says how). Against the CPU:
+//                  default four kernels' result (front_kernels.cuh says how). Against the CPU:
 //                  the blur plane within blur's bound; the NMS map exact except where the CPU's
 //                  own Harris response is a near tie (below).
 //
@@ -43,6 +43,8 @@
 #include <vector>
 
 #include "common.h"
+#include "front_host.h"
+#include "front_kernels.cuh"
 #include "keypoint_slots.h"
 #include "launch.cuh"
 #include "nms_kernels.cuh"
@@ -90,14 +92,6 @@ inline void nms_reference(const StageArgs& args) {
 
 // ---- v5_fused_front: reference, slots, comparison ---------------------------------------------
 
-// Op `name`'s CPU reference, the registry's (exactly what checks that stage on its own).
-inline void run_reference(const char* name, std::vector<ImageRef> in, std::vector<ImageRef> out,
-                          const ParamMap& params) {
-  StageArgs a;
-  a.in = std::move(in), a.out = std::move(out), a.params = params;
-  find_op(name).def.reference(a);
-}
-
 // sobel then harris on the CPU, from a blur plane: the Harris response; k from the harris stage
 // ("harris.k" in the fused variant's parameters).
 inline HostImage front_harris(const ImageRef& blur, const ParamMap& params) {
@@ -113,17 +107,6 @@ inline void nms_front_reference(const StageArgs& a) {
   run_reference("blur", {a.in[0]}, {a.out[1]}, {});
   const HostImage r = front_harris(a.out[1], a.params);
   nms_reference(StageArgs{{r.ref()}, {a.out[0]}, a.params, a.block});
-}
-
-// harris's k for the fused front's kernel: the harris stage's ("harris.k"), else the default in
-// harris's parameter spec (HarrisParams lives in harris.cu), converted as decode_params does.
-inline float front_k(const ParamMap& params) {
-  const ParamMap h = fused_params(params, "harris");
-  const auto it = h.find("k");
-  if (it != h.end()) return static_cast<float>(it->second);
-  for (const ParamSpec& p : find_op("harris").def.params)
-    if (p.name == "k") return static_cast<float>(p.def);
-  throw Error(ErrorKind::Internal, "nms v5_fused_front: harris has no parameter k");
 }
 
 // Reads the letterbox plane, writes the NMS map and the blur plane.
@@ -228,11 +211,10 @@ static void launch_v4(LaunchContext& c, const StageArgs& a) {
 // block.x / 32 warps side by side, each on FRONT_COLS (24) output columns of FRONT_ROWS rows.
 static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
   const auto src = a.in[0].view<const float>();
-  const int cols = FRONT_COLS * (a.block.x / 32);
-  const dim3 grid((src.width + cols - 1) / cols, (src.height + FRONT_ROWS - 1) / FRONT_ROWS);
-  launch(ctx, "nms_v5_fused_front", nms_v5_fused_front_kernel<FRONT_ROWS>, grid,
+  launch(ctx, "nms_v5_fused_front", nms_v5_fused_front_kernel<FRONT_ROWS, FrontNoSink>,
+         front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS),
          dim3(a.block.x, a.block.y), 0, src, a.out[1].view<float>(), a.out[0].view<float>(),
-         front_k(a.params), threshold_of(a));
+         front_k(a.params), threshold_of(a), FrontNoSink{});
 }
 
 static size_t v2_smem(Block b) {
