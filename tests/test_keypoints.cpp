@@ -74,6 +74,9 @@ void for_each_config(bool gpu, const std::string& op,
     }
 }
 
+// topk's variant that does the dense front's work too (its input is the letterbox plane).
+const char* const kListed = "v9_listed_front";
+
 void nms_cases(bool gpu) {
   for_each_config(gpu, "nms", [](Backend b, const std::string& v, MathMode m) {
     if (v == "v5_fused_front") return;  // reads the letterbox plane: the fused front's cases below
@@ -143,6 +146,7 @@ std::vector<std::array<float, 3>> rows_of(const HostImage& kp) {
 
 void topk_cases(bool gpu) {
   for_each_config(gpu, "topk", [](Backend b, const std::string& v, MathMode m) {
+    if (v == kListed) return;  // reads the letterbox plane: the listed front's cases below
     const bool approx =
         !v.empty() &&
         !find_op("topk").def.variants[size_t(find_op("topk").find_variant(v))].approx.empty();
@@ -352,6 +356,43 @@ void fused_front_cpu_case(const std::string& file, const std::string& size) {
   CHECK_FALSE(same_bytes(a->read_slot("nms"), b->read_slot("nms")));
 }
 
+// topk v9_listed_front on the CPU: the runner skips blur, sobel, harris and nms, and its
+// reference (the CPU chain, then topk's) gives the five stages' bytes.
+constexpr size_t kTopk = 5;
+void listed_front_cpu_case(const std::string& file, const std::string& size) {
+  INFO(file << " -> " << size);
+  const HostImage in = io::load_image(data_path(file));
+  for (const std::string k : {"topk.k=4096", "topk.k=7"}) {
+    INFO(k);
+    const auto five = run_pipeline(Backend::Cpu, in, size, {}, {k, "harris.k=0.05"});
+    const auto one =
+        run_pipeline(Backend::Cpu, in, size, {"topk=v9_listed_front"}, {k, "harris.k=0.05"});
+    for (size_t i : {kBlur, kSobel, kHarris, kNms}) {
+      CHECK(one->skipped(i));
+      CHECK(one->fused_into(i) == "topk/v9_listed_front");
+    }
+    CHECK_FALSE(one->skipped(kTopk));
+    CHECK(one->stages()[kTopk].outputs() == std::vector<std::string>{"keypoints", "nms", "blur"});
+    for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+      CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
+    // The bytes model: the letterbox plane read; the keypoints, the map and blur written.
+    const double plane = double(five->read_slot("nms").desc().bytes());
+    const double kps = double(five->read_slot("keypoints").desc().bytes());
+    CHECK(one->stage_bytes(kTopk) == 3 * plane + kps);
+    const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
+    CHECK_MESSAGE(d.pass(), d.detail());
+    CHECK(d.max_abs == 0);
+    // With nms on its fused front too: nms is skipped, so its variant fuses nothing.
+    const auto both =
+        run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front", "topk=v9_listed_front"},
+                     {k, "harris.k=0.05"});
+    for (size_t i : {kBlur, kSobel, kHarris, kNms})
+      CHECK(both->fused_into(i) == "topk/v9_listed_front");
+    for (const char* slot : {"keypoints", "descriptors"})
+      CHECK_MESSAGE(same_bytes(both->read_slot(slot), one->read_slot(slot)), slot);
+  }
+}
+
 // The CPU chain's Harris response from a letterbox plane (the registry's references).
 HostImage chain_harris(const HostImage& lb) {
   const ImageDesc d = lb.desc();
@@ -505,6 +546,11 @@ TEST_SUITE("cpu") {
     fused_front_cpu_case("graf1.png", "101x57");
     fused_front_cpu_case("graf1.png", "7x5");
   }
+  TEST_CASE("topk v9_listed_front: the runner skips the dense front; the references agree") {
+    listed_front_cpu_case("box_in_scene.png", "320x184");
+    listed_front_cpu_case("graf1.png", "101x57");
+    listed_front_cpu_case("graf1.png", "7x5");
+  }
   TEST_CASE("fused dense front: its comparison passes near ties, fails genuine mismatches") {
     fused_front_compare_cases();
   }
@@ -581,10 +627,54 @@ TEST_SUITE("gpu") {
     }
   }
 
+  LAB_GPU_CASE(
+      "topk v9_listed_front on the GPU: the default pipeline's bytes, every block and math mode, "
+      "K at and past the cap, every pixel a candidate, real images") {
+    for (const std::string file : {"box_in_scene.png", "graf1.png", "coffee.png"}) {
+      const HostImage in = io::load_image(data_path(file));
+      for (const std::string size : {"1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
+        for (const std::string math : {"precise", "fast"}) {
+          INFO(file << " -> " << size << " " << math);
+          const MathMode m = math == "fast" ? MathMode::Fast : MathMode::Precise;
+          const auto five = run_pipeline(Backend::Cuda, in, size, {}, {}, math);
+          bool compared = false;
+          const Op& topk = find_op("topk");
+          for (const Block& b : topk.def.variants.at(size_t(topk.find_variant(kListed))).blocks) {
+            INFO("block " << b.str());
+            const auto one = run_pipeline(Backend::Cuda, in, size, {"topk=v9_listed_front"}, {},
+                                          math, {"topk=" + b.str()});
+            for (size_t i : {kBlur, kSobel, kHarris, kNms}) CHECK(one->skipped(i));
+            for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+              CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
+            if (compared) continue;
+            const DiffStats d = one->compare(kTopk, one->reference(kTopk), m);
+            CHECK_MESSAGE(d.pass(), d.detail());
+            MESSAGE(file << " -> " << size << " " << math
+                         << ": v9 vs the CPU chain: " << d.detail());
+            compared = true;
+          }
+        }
+      // K = 1, at the 8192 cap and past it (the front, then v2); threshold 0 leaves every
+      // local maximum, tens of thousands of candidates (the select refines).
+      for (const std::vector<std::string> params : {std::vector<std::string>{"topk.k=1"},
+                                                    {"topk.k=8192"},
+                                                    {"topk.k=9000"},
+                                                    {"nms.threshold=0", "topk.k=4096"},
+                                                    {"nms.threshold=0", "topk.k=8192"}}) {
+        INFO(params.front() << " " << params.back());
+        const auto five = run_pipeline(Backend::Cuda, in, "1280x736", {}, params);
+        const auto one =
+            run_pipeline(Backend::Cuda, in, "1280x736", {"topk=v9_listed_front"}, params);
+        for (const char* slot : {"nms", "keypoints"})
+          CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
+      }
+    }
+  }
+
   LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {
     const HostImage in = io::load_image(data_path("box_in_scene.png"));
     for (const char* topk : {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch",
-                             "v6_in_flight", "v7_binned_rank", "v8_shared_select"}) {
+                             "v6_in_flight", "v7_binned_rank", "v8_shared_select", kListed}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, std::string("topk=") + topk);
@@ -601,7 +691,9 @@ TEST_SUITE("gpu") {
         for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
         r.run();
         CHECK(r.frame_ms() > 0);
-        CHECK(r.launches().size() >= r.stages().size());
+        size_t ran = 0;  // the stages that launch (a fused variant skips those it does)
+        for (size_t i = 0; i < r.stages().size(); ++i) ran += !r.skipped(i);
+        CHECK(r.launches().size() >= ran);
         for (const auto& slot : eager) {
           const std::string& s = slot.first;
           const HostImage& img = slot.second;
@@ -638,6 +730,7 @@ TEST_SUITE("gpu") {
                                          : 0.0f;
         }
       for (const VariantDef& v : find_op("topk").def.variants) {
+        if (v.name == kListed) continue;  // the front's own selection: on real images below
         // v4 to v8 hold at most 8192 candidates in a block: K at that cap, K past it (v2's
         // path), K = 1; the plateau (65,536 equal scores) and the ties (a 13-bit bin holds ~60
         // values x ~1000 pixels) overflow that buffer, so their select refines down to the

@@ -53,6 +53,16 @@
 //                    thousands. v8 shares the list out: a slice per block, a grid-wide barrier
 //                    after each refinement level, the candidates placed in global memory grouped
 //                    by bin, then ranked as v7's.
+//   v9_listed_front  exact: v4 to v8 read the NMS map once more only to find its survivors,
+//                    which the NMS kernel had in its registers. v9 does the dense front's work
+//                    itself (nms v5's kernel: blur, sobel, harris and nms from the letterbox
+//                    plane, those stages skipped) and lists each survivor's key as it writes the
+//                    map: one ballot per warp and row, one global atomic per warp that has
+//                    survivors. The selection then reads only the list: v7's select and binned
+//                    rank in a plain launch, no compaction pass and no grid-wide barrier (and
+//                    the lanes placing keys of one bin share one atomic). The
+//                    NMS map and the blur plane are still written (sample reads blur; the map
+//                    is what check holds to the CPU chain). K over 8192: v2 on the map.
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
 #include <cooperative_groups.h>
@@ -68,6 +78,8 @@
 #include <vector>
 
 #include "device.h"
+#include "front_host.h"
+#include "front_kernels.cuh"
 #include "keypoints.h"
 #include "launch.cuh"
 
@@ -189,6 +201,58 @@ inline DiffStats topk_compare(const CompareArgs& a) {
   }
   if (a.variant->approx.empty() && d.over) d.fail = "differs from the exact reference";
   d.psnr = d.over || !d.fail.empty() ? 0 : std::numeric_limits<double>::infinity();
+  return d;
+}
+
+// ---- v9_listed_front: reference, slots, comparison -------------------------------------------
+
+// nms/v5_fused_front's definition: v9 borrows its reference and comparison for the map and blur.
+inline const VariantDef& nms_front_variant() {
+  const Op& nms = find_op("nms");
+  return nms.def.variants.at(size_t(nms.find_variant("v5_fused_front")));
+}
+
+// v9's parameters as nms v5 takes them: nms's own, and harris's as "harris.name".
+inline ParamMap front_params_of(const ParamMap& p) {
+  ParamMap q = fused_params(p, "nms");
+  for (const auto& [name, value] : p)
+    if (name.compare(0, 7, "harris.") == 0) q[name] = value;
+  return q;
+}
+
+// Reads the letterbox plane; writes the keypoints, the NMS map and the blur plane.
+inline std::vector<ImageDesc> topk_front_shape(const std::vector<ImageDesc>& in,
+                                               const ParamMap& p) {
+  const ImageDesc d = require_f32_plane("topk", in[0]);
+  return {topk_shape({d}, p)[0], d, d};
+}
+
+// The CPU chain blur -> sobel -> harris -> nms (nms v5's reference), then topk's on its map.
+inline void topk_front_reference(const StageArgs& a) {
+  nms_front_variant().reference(
+      StageArgs{{a.in[0]}, {a.out[1], a.out[2]}, front_params_of(a.params), a.block});
+  topk_reference(StageArgs{{a.out[1]}, {a.out[0]}, a.params, a.block});
+}
+
+// The map and the blur plane by nms v5's rule against the CPU chain; the keypoints exact for
+// the map the GPU wrote (where that map keeps or drops a near tie unlike the CPU's, the
+// keypoints follow it, so they are not compared with the CPU chain's list).
+inline DiffStats topk_front_compare(const CompareArgs& a) {
+  const VariantDef& front = nms_front_variant();
+  const std::vector<HostImage> got{(*a.got)[1], (*a.got)[2]}, ref{(*a.ref)[1], (*a.ref)[2]};
+  const std::vector<std::string> names{(*a.out_names)[1], (*a.out_names)[2]};
+  const ParamMap fp = front_params_of(*a.params);
+  CompareArgs f = a;
+  f.got = &got, f.ref = &ref, f.out_names = &names, f.variant = &front, f.params = &fp;
+  DiffStats d = front.compare(f);
+  const std::vector<HostImage> map{(*a.got)[1]}, kp{(*a.got)[0]};
+  std::vector<HostImage> kp_ref{HostImage(kp[0].desc())};
+  topk_reference(StageArgs{{map[0].ref()}, {kp_ref[0].ref()}, *a.params, {}});
+  static const VariantDef exact;  // no `approx`: topk_compare holds the rows bit for bit
+  const std::vector<std::string> kp_name{(*a.out_names)[0]};
+  CompareArgs t = a;
+  t.in = &map, t.got = &kp, t.ref = &kp_ref, t.out_names = &kp_name, t.variant = &exact;
+  merge_diff(d, topk_compare(t));
   return d;
 }
 
@@ -643,6 +707,10 @@ __global__ void __launch_bounds__(kV4Threads)
 // image the candidates spread over tens of bins. The order inside a bin is the order
 // of the atomics, so it differs between blocks: a candidate belongs to the block its pixel index
 // names (index modulo the grid), not to a position.
+// MATCHED (v9): the lanes of a warp that place keys of one bin share one atomic on its end
+// (__match_any_sync groups them): real images crowd their candidates into a few bins, and lanes
+// adding to one shared address take turns.
+template <bool MATCHED = false>
 __device__ void topk_select_rank_binned(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
                                         uint32_t width, ImageView<float> kp, uint64_t* smem) {
   uint64_t* keys = smem;                                       // kV4Cap candidates, grouped
@@ -654,7 +722,18 @@ __device__ void topk_select_rank_binned(const TopkV4Scratch* sc, const uint64_t*
   // (so bin b then spans [end[b + 1], end[b])).
   topk_bin_starts(sc, t, end);
   for_each_listed(list, t.total, [&](uint64_t key, uint32_t) {
-    if (t.take(key)) keys[atomicAdd(&end[uint32_t(key >> kV4Shift)], 1u)] = key;
+    if (!t.take(key)) return;
+    const uint32_t b = uint32_t(key >> kV4Shift);
+    if (!MATCHED) {
+      keys[atomicAdd(&end[b], 1u)] = key;
+      return;
+    }
+    const uint32_t peers = __match_any_sync(__activemask(), b);
+    const int lane = int(threadIdx.x) & 31, leader = __ffs(peers) - 1;
+    uint32_t base = 0;
+    if (lane == leader) base = atomicAdd(&end[b], uint32_t(__popc(peers)));
+    base = __shfl_sync(peers, base, leader);
+    keys[base + uint32_t(__popc(peers & ((1u << lane) - 1u)))] = key;
   });
   __syncthreads();
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
@@ -688,6 +767,39 @@ __global__ void __launch_bounds__(kV4Threads)
   topk_compact_tiles<kV4Threads, 8, true>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
   cooperative_groups::this_grid().sync();
   topk_select_rank_binned(sc, list, k, uint32_t(s.width), kp, smem);
+}
+
+// ---- v9: the survivors listed by the dense front as it finds them --------------------------
+
+// The front's sink (front_kernels.cuh): each NMS value the warp writes that is non-zero is a
+// survivor; its key goes to the list (one atomic per warp with survivors, a slot per lane by
+// its rank in the ballot) and to the level-0 histogram. Most rows of most warps have none.
+struct TopkListSink {
+  TopkV4Scratch* sc;
+  uint64_t* list;
+  uint32_t width;
+  __device__ void operator()(float v, bool mine, int x, int y) const {
+    const bool kept = mine && v != 0.0f;
+    const uint32_t ballot = __ballot_sync(0xFFFFFFFFu, kept);
+    if (!ballot) return;
+    const int lane = int(threadIdx.x) & 31, leader = __ffs(ballot) - 1;
+    uint32_t base = 0;
+    if (lane == leader) base = atomicAdd(&sc->count, uint32_t(__popc(ballot)));
+    base = __shfl_sync(0xFFFFFFFFu, base, leader);
+    if (!kept) return;
+    const uint64_t key = topk_key(v, uint32_t(y) * width + uint32_t(x));
+    list[base + uint32_t(__popc(ballot & ((1u << lane) - 1u)))] = key;
+    atomicAdd(&sc->hist[uint32_t(key >> kV4Shift)], 1u);
+  }
+};
+
+// v9's selection: v7's, from the front's list, its bins placed one atomic per group of lanes;
+// a plain launch (the list is complete when it starts), a block per SM.
+__global__ void __launch_bounds__(kV4Threads)
+    topk_listed_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+                            uint32_t width, ImageView<float> kp) {
+  extern __shared__ uint64_t smem[];
+  topk_select_rank_binned<true>(sc, list, k, width, kp, smem);
 }
 
 // ---- v8: v7 with the selection shared out across the grid ----------------------------------
@@ -948,7 +1060,8 @@ static TopkOptIn topk_optin() {
                           reinterpret_cast<const void*>(topk_one_launch_kernel),
                           reinterpret_cast<const void*>(topk_in_flight_kernel),
                           reinterpret_cast<const void*>(topk_binned_rank_kernel),
-                          reinterpret_cast<const void*>(topk_shared_select_kernel)})
+                          reinterpret_cast<const void*>(topk_shared_select_kernel),
+                          reinterpret_cast<const void*>(topk_listed_rank_kernel)})
       LAB_CUDA_CHECK(
           cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kV4Smem)));
     o.v4 = true;
@@ -1035,6 +1148,30 @@ static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
                      dim3(kV4Threads), kV4Smem, io.s, io.n, sc, list, cand, io.k, io.kp);
 }
 
+// v9: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane.
+static void launch_v9(LaunchContext& ctx, const StageArgs& a) {
+  const auto src = a.in[0].view<const float>();
+  const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
+  const auto kp = a.out[0].view<float>();
+  const uint32_t n = uint32_t(src.width) * uint32_t(src.height), k = uint32_t(kp.width);
+  const dim3 grid = front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS);
+  const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
+  const dim3 block(a.block.x, a.block.y);
+  // Scratch slots 4 and 5: v2's path below uses 0 to 3.
+  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 4));
+  auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * n, 5));
+  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
+  launch(ctx, "topk_front_listed", nms_v5_fused_front_kernel<FRONT_ROWS, TopkListSink>, grid, block,
+         0, src, blur, map, hk, thr, TopkListSink{sc, list, uint32_t(src.width)});
+  if (k > kV4Cap || !topk_optin().v4) {  // v2's exact path on the map; the list goes unread
+    StageArgs v2 = a;
+    v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
+    return launch_v2(ctx, v2);
+  }
+  launch(ctx, "topk_listed_rank", topk_listed_rank_kernel, dim3(std::max(1, device_info().sms)),
+         dim3(kV4Threads), kV4Smem, sc, list, k, uint32_t(src.width), kp);
+}
+
 // ---- variant table ---------------------------------------------------------------------------
 
 OpDef topk_op() {
@@ -1083,8 +1220,26 @@ OpDef topk_op() {
        "exact: v7 with the survivors shared out over the grid: a slice per block, the "
        "candidates grouped by bin in global memory (for tens of thousands of survivors)",
        {{1024, 1}}, {1024, 1}, launch_v8, nullptr},
+      {"v9_listed_front",
+       "exact: the dense front (nms v5's kernel) lists each survivor's key as it writes the NMS "
+       "map; v7's selection reads that list, never the map: no compaction pass, no grid-wide "
+       "barrier (blur, sobel, harris and nms skipped)",
+       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v9, nullptr,
+       {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
+       "the NMS map and the blur plane against the CPU chain as nms/v5_fused_front's (the map "
+       "exact but at near ties of the CPU's Harris response); the keypoints exact, row for row, "
+       "for the map the kernel wrote",
+       "the compaction's read of the map (3.8 MB at 1280x736) and the grid-wide barrier go; "
+       "what is left is the front, two launches, and v7's select and rank of the listed "
+       "survivors"},
   };
   // clang-format on
+  {  // v9 writes the front's slots too, from the letterbox plane: its own shapes and check
+    VariantDef& v9 = op.variants.back();
+    v9.outputs = {slots::kKeypoints, slots::kNms, "blur"};
+    v9.shape = topk_front_shape;
+    v9.compare = topk_front_compare;
+  }
   return op;
 }
 
