@@ -59,8 +59,7 @@
 //                    plane, those stages skipped) and lists each survivor's key as it writes the
 //                    map: one ballot per warp and row, one global atomic per warp that has
 //                    survivors. The selection then reads only the list: v7's select and binned
-//                    rank in a plain launch, no compaction pass and no grid-wide barrier (and
-//                    the lanes placing keys of one bin share one atomic). The
+//                    rank in a plain launch, no compaction pass and no grid-wide barrier. The
 //                    NMS map and the blur plane are still written (sample reads blur; the map
 //                    is what check holds to the CPU chain). K over 8192: v2 on the map.
 //
@@ -707,10 +706,6 @@ __global__ void __launch_bounds__(kV4Threads)
 // image the candidates spread over tens of bins. The order inside a bin is the order
 // of the atomics, so it differs between blocks: a candidate belongs to the block its pixel index
 // names (index modulo the grid), not to a position.
-// MATCHED (v9): the lanes of a warp that place keys of one bin share one atomic on its end
-// (__match_any_sync groups them): real images crowd their candidates into a few bins, and lanes
-// adding to one shared address take turns.
-template <bool MATCHED = false>
 __device__ void topk_select_rank_binned(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
                                         uint32_t width, ImageView<float> kp, uint64_t* smem) {
   uint64_t* keys = smem;                                       // kV4Cap candidates, grouped
@@ -722,18 +717,7 @@ __device__ void topk_select_rank_binned(const TopkV4Scratch* sc, const uint64_t*
   // (so bin b then spans [end[b + 1], end[b])).
   topk_bin_starts(sc, t, end);
   for_each_listed(list, t.total, [&](uint64_t key, uint32_t) {
-    if (!t.take(key)) return;
-    const uint32_t b = uint32_t(key >> kV4Shift);
-    if (!MATCHED) {
-      keys[atomicAdd(&end[b], 1u)] = key;
-      return;
-    }
-    const uint32_t peers = __match_any_sync(__activemask(), b);
-    const int lane = int(threadIdx.x) & 31, leader = __ffs(peers) - 1;
-    uint32_t base = 0;
-    if (lane == leader) base = atomicAdd(&end[b], uint32_t(__popc(peers)));
-    base = __shfl_sync(peers, base, leader);
-    keys[base + uint32_t(__popc(peers & ((1u << lane) - 1u)))] = key;
+    if (t.take(key)) keys[atomicAdd(&end[uint32_t(key >> kV4Shift)], 1u)] = key;
   });
   __syncthreads();
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
@@ -793,13 +777,13 @@ struct TopkListSink {
   }
 };
 
-// v9's selection: v7's, from the front's list, its bins placed one atomic per group of lanes;
-// a plain launch (the list is complete when it starts), a block per SM.
+// v9's selection: v7's, from the front's list; a plain launch (the list is complete when it
+// starts), a block per SM.
 __global__ void __launch_bounds__(kV4Threads)
     topk_listed_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
                             uint32_t width, ImageView<float> kp) {
   extern __shared__ uint64_t smem[];
-  topk_select_rank_binned<true>(sc, list, k, width, kp, smem);
+  topk_select_rank_binned(sc, list, k, width, kp, smem);
 }
 
 // ---- v8: v7 with the selection shared out across the grid ----------------------------------
