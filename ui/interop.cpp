@@ -1,6 +1,7 @@
 #include "interop.h"
 
 #include <chrono>
+#include <cstdlib>
 
 // epoxy first: it provides the GL declarations cuda_gl_interop.h expects.
 #include <epoxy/gl.h>
@@ -26,6 +27,10 @@ void GlInterop::reset() {
 void GlInterop::init(bool cuda_backend) {
   if (!cuda_backend) {
     m_why = "CPU mode: no CUDA device";
+    return;
+  }
+  if (std::getenv("LAB_NO_INTEROP")) {  // frames reach OpenGL through the host instead
+    m_why = "switched off (LAB_NO_INTEROP)";
     return;
   }
   unsigned count = 0;
