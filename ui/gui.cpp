@@ -153,21 +153,18 @@ void draw_menu(GuiApp& app) {
 
 // LAB_TRACE_UI=1: each step of a UI frame (a panel, the engine's part, the GL finish) that
 // takes longer than 20 ms, on stderr: where a slow frame's time goes.
-struct SlowStep {
-  const char* what;
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  ~SlowStep() {
-    static const bool on = std::getenv("LAB_TRACE_UI") != nullptr;
-    if (!on) return;
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (ms > 20) std::fprintf(stderr, "kernel-lab: ui: %s took %.0f ms\n", what, ms);
-  }
-};
+void report_if_slow(const char* what, std::chrono::steady_clock::time_point t0) {
+  static const bool on = std::getenv("LAB_TRACE_UI") != nullptr;
+  if (!on) return;
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (ms > 20) std::fprintf(stderr, "kernel-lab: ui: %s took %.0f ms\n", what, ms);
+}
 template <class F>
 void timed(const char* what, F&& f) {
-  SlowStep s{what};
+  const auto t0 = std::chrono::steady_clock::now();
   f();
+  report_if_slow(what, t0);
 }
 
 void draw_ui(GuiApp& app) {
@@ -543,7 +540,7 @@ int run_gui(const GuiOptions& given) {
           panel_shown(app, "Code") = true;
         }
       }
-      SlowStep{"the frame's start (events, live kernel, scripts)", t0};
+      report_if_slow("the frame's start (events, live kernel, scripts)", t0);
       timed("engine frame", [&] { engine_frame(app, scripted); });
       if (app.recovery.restart) break;  // nothing of this process is drawn again (recovery.cpp)
       timed("ImGui new frame", [&] { ImGui_ImplOpenGL3_NewFrame(), ImGui::NewFrame(); });
@@ -570,15 +567,13 @@ int run_gui(const GuiOptions& given) {
       const bool last = opt.frames > 0 && frame == opt.frames - 1;
       if (last && !opt.screenshot.empty())
         write_screenshot(opt.screenshot, fb_w, fb_h), shot = true;
-      SlowStep{"rendering", render0};  // a temporary: reports the time since render0 now
+      report_if_slow("rendering", render0);
       const auto sync0 = std::chrono::steady_clock::now();
-      {
-        SlowStep sync{"the GL swap or finish", sync0};
-        if (window)
-          glfwSwapBuffers(window);
-        else
-          glFinish();  // headless: the frame really drawn, as a swap would (and no queue build-up)
-      }
+      if (window)
+        glfwSwapBuffers(window);
+      else
+        glFinish();  // headless: the frame really drawn, as a swap would (and no queue build-up)
+      report_if_slow("the GL swap or finish", sync0);
       push_history(app.ui.gl_sync_ms, std::chrono::duration<float, std::milli>(
                                           std::chrono::steady_clock::now() - sync0)
                                           .count());

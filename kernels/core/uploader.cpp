@@ -67,9 +67,7 @@ void Uploader::finish(Copy& c) {
 
 void Uploader::finish_all() {
   LAB_CUDA_CHECK(cudaStreamSynchronize(m_compute));
-  LAB_CUDA_CHECK(cudaStreamSynchronize(m_copy));
-  for (int i : {m_next, m_next ^ 1})  // the older first
-    if (m_copies[i].pending) finish(m_copies[i]);
+  wait_copies();
 }
 
 void Uploader::release() {
