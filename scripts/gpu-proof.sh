@@ -125,7 +125,7 @@ want topk && {  # the exact top-K on real images (issue 16): checked, under ever
   done
   # the select's refinement (plateaus, ties over its buffer) and K past its cap
   step "$san" --tool memcheck --error-exitcode 99 "$here/bin/lab_tests" --test-suite=gpu -tc="topk at scale*"
-  for v in v4_compact_select v5_one_launch v6_in_flight v7_binned_rank v8_shared_select v9_listed_front; do
+  for v in v4_compact_select v5_one_launch v6_in_flight v7_binned_rank v8_shared_select v9_listed_front v10_counted_rank; do
     step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$LAB_DATA_DIR/brick.png" --variant topk=$v
   done
   for img in box_in_scene.png graf1.png astronaut.png coffee.png; do

@@ -62,6 +62,15 @@
 //                    rank in a plain launch, no compaction pass and no grid-wide barrier. The
 //                    NMS map and the blur plane are still written (sample reads blur; the map
 //                    is what check holds to the CPU chain). K over 8192: v2 on the map.
+//   v10_counted_rank exact: v9's select and rank take 11-18 us for a few thousand keys, and ncu
+//                    puts half of it in the bookkeeping of 8,192 bins (a scan over them, the bin
+//                    starts) that a real image fills a few dozen of. v10 keeps v9's front and
+//                    list, and ranks by brute force: every block holds the whole list in
+//                    shared memory and counts, for each key of its share, the keys greater
+//                    than it, every pair compared (19.5 M comparisons for coffee.png's 4,416
+//                    survivors, ~150 per thread over the GPU, each read a broadcast). No
+//                    histogram walk, no select, no atomics on a bin, one barrier; what is left
+//                    is two L2 round trips. Past 8,192 survivors (n^2 grows): v9's selection.
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
 #include <cooperative_groups.h>
@@ -786,6 +795,59 @@ __global__ void __launch_bounds__(kV4Threads)
   topk_select_rank_binned(sc, list, k, width, kp, smem);
 }
 
+// ---- v10: the listed survivors ranked by counting every pair ---------------------------------
+
+// n <= kV4Cap keys of `list`, ranked: every block loads all of them into shared memory (`keys`,
+// kV4Smem bytes) and ranks a contiguous share, ceil(n / grid) keys. Its threads split into
+// `per` candidates x `slices` slices of the keys; a thread counts the keys of its slice greater
+// than its candidate (the lanes of a warp mostly share a slice, so a read is a broadcast), and
+// the counts are summed per candidate. Keys are distinct, so the counts are a permutation: row
+// `greater` when it is under K.
+__device__ void topk_count_rank(const uint64_t* list, uint32_t n, uint32_t k, uint32_t width,
+                                ImageView<float> kp, uint64_t* keys) {
+  const uint32_t per = (n + gridDim.x - 1) / gridDim.x;  // <= 63 for n <= kV4Cap on 132 SMs
+  const uint32_t first = blockIdx.x * per;
+  const uint32_t slices = per ? kV4Threads / per : 0;
+  uint32_t* greater = reinterpret_cast<uint32_t*>(keys + kV4Cap);  // past the keys, in kV4Smem
+  if (threadIdx.x < per) greater[threadIdx.x] = 0;
+  for_each_listed(list, n, [&](uint64_t key, uint32_t pos) { keys[pos] = key; });
+  if (threadIdx.x == 0 && (n & 1u)) keys[n] = 0;  // the last pair's second key: never greater
+  __syncthreads();
+  const uint32_t c = per ? threadIdx.x % per : 0, s = per ? threadIdx.x / per : 0;
+  if (s < slices && first + c < n) {
+    const uint64_t mine = keys[first + c];
+    const ulonglong2* pairs = reinterpret_cast<const ulonglong2*>(keys);
+    uint32_t g = 0;
+#pragma unroll 4
+    for (uint32_t j = s; j < (n + 1) / 2; j += slices) {
+      const ulonglong2 two = pairs[j];
+      g += (two.x > mine) + (two.y > mine);
+    }
+    atomicAdd(&greater[c], g);
+  }
+  __syncthreads();
+  if (threadIdx.x < per && first + threadIdx.x < n && greater[threadIdx.x] < k) {
+    const uint64_t mine = keys[first + threadIdx.x];
+    const uint32_t idx = topk_key_index(mine);
+    write_keypoint(kp, int(greater[threadIdx.x]), float(idx % width), float(idx / width),
+                   topk_key_score(mine));
+  }
+  for (uint32_t i = min(n, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
+       i += gridDim.x * kV4Threads)
+    write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
+}
+
+// v10's selection: every pair counted while the list fits a block's shared memory (the count
+// is the same for every block, so they all take the same branch), else v9's.
+__global__ void __launch_bounds__(kV4Threads)
+    topk_counted_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+                             uint32_t width, ImageView<float> kp) {
+  extern __shared__ uint64_t smem[];
+  const uint32_t n = __ldcg(&sc->count);
+  if (n > kV4Cap) return topk_select_rank_binned(sc, list, k, width, kp, smem);
+  topk_count_rank(list, n, k, width, kp, smem);
+}
+
 // ---- v8: v7 with the selection shared out across the grid ----------------------------------
 
 // v7 has every block read the whole survivor list, once more for each refinement level: cheap
@@ -1045,7 +1107,8 @@ static TopkOptIn topk_optin() {
                           reinterpret_cast<const void*>(topk_in_flight_kernel),
                           reinterpret_cast<const void*>(topk_binned_rank_kernel),
                           reinterpret_cast<const void*>(topk_shared_select_kernel),
-                          reinterpret_cast<const void*>(topk_listed_rank_kernel)})
+                          reinterpret_cast<const void*>(topk_listed_rank_kernel),
+                          reinterpret_cast<const void*>(topk_counted_rank_kernel)})
       LAB_CUDA_CHECK(
           cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kV4Smem)));
     o.v4 = true;
@@ -1132,8 +1195,12 @@ static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
                      dim3(kV4Threads), kV4Smem, io.s, io.n, sc, list, cand, io.k, io.kp);
 }
 
-// v9: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane.
-static void launch_v9(LaunchContext& ctx, const StageArgs& a) {
+// v9 and v10: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane. The front
+// lists the survivors; `rank` selects and ranks them.
+using ListedRankKernel = void (*)(const TopkV4Scratch*, const uint64_t*, uint32_t, uint32_t,
+                                  ImageView<float>);
+static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* name,
+                          ListedRankKernel rank) {
   const auto src = a.in[0].view<const float>();
   const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
   const auto kp = a.out[0].view<float>();
@@ -1152,8 +1219,16 @@ static void launch_v9(LaunchContext& ctx, const StageArgs& a) {
     v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
     return launch_v2(ctx, v2);
   }
-  launch(ctx, "topk_listed_rank", topk_listed_rank_kernel, dim3(std::max(1, device_info().sms)),
-         dim3(kV4Threads), kV4Smem, sc, list, k, uint32_t(src.width), kp);
+  launch(ctx, name, rank, dim3(std::max(1, device_info().sms)), dim3(kV4Threads), kV4Smem, sc,
+         list, k, uint32_t(src.width), kp);
+}
+
+static void launch_v9(LaunchContext& ctx, const StageArgs& a) {
+  launch_listed(ctx, a, "topk_listed_rank", topk_listed_rank_kernel);
+}
+
+static void launch_v10(LaunchContext& ctx, const StageArgs& a) {
+  launch_listed(ctx, a, "topk_counted_rank", topk_counted_rank_kernel);
 }
 
 // ---- variant table ---------------------------------------------------------------------------
@@ -1216,13 +1291,23 @@ OpDef topk_op() {
        "the compaction's read of the map (3.8 MB at 1280x736) and the grid-wide barrier go; "
        "what is left is the front, two launches, and v7's select and rank of the listed "
        "survivors"},
+      {"v10_counted_rank",
+       "exact: v9's front and list, ranked by brute force: every block holds the whole list "
+       "(<= 8192 keys) and counts, for each key of its share, the keys greater than it; no "
+       "histogram walk, no select, no bins (past 8192 survivors, v9's selection)",
+       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v10, nullptr,
+       {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
+       "as v9_listed_front: the map and the blur plane against the CPU chain as "
+       "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
+       "v9's select and rank spend half their time on 8,192 bins a real image fills a few dozen "
+       "of; counting every pair of 4,416 keys is 19.5 M comparisons, ~150 per thread"},
   };
   // clang-format on
-  {  // v9 writes the front's slots too, from the letterbox plane: its own shapes and check
-    VariantDef& v9 = op.variants.back();
-    v9.outputs = {slots::kKeypoints, slots::kNms, "blur"};
-    v9.shape = topk_front_shape;
-    v9.compare = topk_front_compare;
+  for (VariantDef& v : op.variants) {  // v9 and v10 write the front's slots too, from the
+    if (v.launch != launch_v9 && v.launch != launch_v10) continue;  // letterbox plane
+    v.outputs = {slots::kKeypoints, slots::kNms, "blur"};
+    v.shape = topk_front_shape;
+    v.compare = topk_front_compare;
   }
   return op;
 }
