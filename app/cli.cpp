@@ -207,6 +207,10 @@ int run_cli(int argc, char** argv) {
                   "folder for <slot>.npy (float32 H x W, C order); keypoints.npy is N x 3 (x, y, "
                   "score), patches.npy and descriptors.npy N x 64, in the exact top-K order");
   run->add_flag("--graph", run_c.graph, "replay the pipeline as one CUDA graph each frame");
+  run->add_flag("--cold", run_o.cold,
+                "flush the L2 before every launch, as the lab's hardware counters do (so that "
+                "ncu, profiling this command, sees each kernel start from the same cache state)")
+      ->excludes("--graph");
   run->add_option("--frames", run_o.frames, "frames to process (timings: median, p95)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));

@@ -82,6 +82,7 @@ struct AsmOptions {
 struct RunOptions {
   std::string dump;  // folder for <slot>.npy
   int frames = 1;
+  bool cold = false;  // the L2 flushed before every launch (what --print-ncu's command profiles)
 };
 
 // The common options applied to the default pipeline; throws Error(Usage).

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """The lab's hardware counters against Nsight Compute's, on the same binary and input.
 
-Both sides are DRAM-cold: the lab flushes the L2 before every launch it profiles, ncu (its
-default --cache-control all) before every kernel. For each stage given, runs `kernel-lab bench --stage S --counters --json` (the lab's CUPTI range
-profiler) and the command `kernel-lab bench --print-ncu` prints for it (ncu on `run --frames 1`,
-the stage's kernels picked by their NVTX range), then compares, kernel by kernel in launch
-order, DRAM bytes read and written and achieved occupancy. Library calls (CUB) are one range in
-the lab and several kernels in ncu: they are left out. Exits 1 when a value differs by more than
---tolerance (default 5 %) and by more than --floor bytes (default 64 KiB, so that a few stray
-sectors of a kernel that stays in the L2 do not count as a disagreement).
+Both sides start each kernel from the same cache state: the lab's read flush of the L2 before
+every launch (ncu profiles `run --frames 1 --cold`, which flushes the same way; ncu's own
+--cache-control all left ~2.5 MB of earlier kernels' dirty lines that a kernel larger than the
+L2 wrote back inside its range). For each stage given, runs `kernel-lab bench --stage S
+--counters --json` (the lab's CUPTI range profiler) and the command `kernel-lab bench
+--print-ncu` prints for it (the stage's kernels picked by their NVTX range), then compares,
+kernel by kernel in launch order, DRAM bytes read and written and achieved occupancy. Library
+calls (CUB) are one range in the lab and several kernels in ncu: they are left out. Exits 1 when
+a value differs by more than --tolerance (default 5 %) and by more than --floor bytes (default
+64 KiB, so that a few stray sectors of a kernel that stays in the L2 do not count as a
+disagreement).
 
   compare_counters.py --lab bundle/bin/kernel-lab -- --input data/box_in_scene.png --size 1280x736
 """
@@ -49,7 +52,13 @@ def ncu_rows(lab, stage, args):
     line = [l for l in run([lab, "bench", "--print-ncu", "--stage", stage] + args).splitlines()
             if l.startswith("ncu ")][0]
     cmd = shlex.split(line.split("  #")[0])
-    cmd[1:1] = ["--csv", "--print-units", "base", "--print-kernel-base", "demangled"] + EXTRA
+    for opt in EXTRA:  # --name=value replaces the command's own --name value
+        name, _, value = opt.partition("=")
+        if value and name in cmd[:cmd.index("--metrics")]:
+            cmd[cmd.index(name) + 1] = value
+        else:
+            cmd[1:1] = [opt]
+    cmd[1:1] = ["--csv", "--print-units", "base", "--print-kernel-base", "demangled"]
     out = run(cmd)
     table = out[out.index('"ID"'):]
     kernels = {}

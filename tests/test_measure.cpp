@@ -98,7 +98,7 @@ TEST_SUITE("cpu") {
     CHECK(cmd.find("--launch-count 2") != std::string::npos);
     CHECK(cmd.find("dram__bytes_read.sum") != std::string::npos);
     CHECK(cmd.find("sm__warps_active.avg.pct_of_peak_sustained_active") != std::string::npos);
-    CHECK(cmd.find("'/opt/kernel lab/kernel-lab' run --frames 1 --input x.png") !=
+    CHECK(cmd.find("'/opt/kernel lab/kernel-lab' run --frames 1 --cold --input x.png") !=
           std::string::npos);
     CHECK(cmd.find("--variant blur=v2_separable") != std::string::npos);
     CHECK(cmd.find("--param harris.k=0.05") != std::string::npos);

@@ -247,7 +247,7 @@ std::string ncu_command(const std::string& exe, const std::string& input_args,
     cmd << (first ? "" : ",") << m;
     first = false;
   }
-  cmd << " " << shell_quote(exe) << " run --frames 1 " << input_args;
+  cmd << " " << shell_quote(exe) << " run --frames 1 --cold " << input_args;
   for (const ResolvedStage& st : stages) {
     const std::string& op = st.op->def.name;
     if (st.variant_def().live) {
