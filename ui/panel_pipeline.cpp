@@ -304,9 +304,10 @@ void draw_pipeline_panel(GuiApp& app) {
         app.ui.message = e.what();
       }
     }
-    tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): the fused "
-        "dense front (nms/v5_fused_front: blur, sobel and harris then skipped), topk "
-        "v6_in_flight and the fused descriptor head (l2norm/v4_fused_warp: sample skipped); the "
+    tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): topk "
+        "v10_counted_rank, which does the dense front's work itself and lists its survivors "
+        "(blur, sobel, harris and nms then skipped; nms/v5_fused_front is set for when topk "
+        "changes), and the fused descriptor head (l2norm/v4_fused_warp: sample skipped); the "
         "rest of the pipeline as it is. The same as examples/presets/fastest.json");
   }
   ImGui::BeginDisabled(app.opt.backend != Backend::Cuda);
