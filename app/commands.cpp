@@ -679,7 +679,8 @@ int print_ncu(const CommonOptions& c, const BenchOptions& o) {
   if (playground_of(p)) input += " --seed " + std::to_string(c.seed);
   if (!c.upload.empty() && c.upload != "auto") input += " --upload " + c.upload;
   std::cout << "# one command per stage: its configured kernels, profiled by ncu with the lab's "
-               "metrics (run --frames 1 --cold launches each of them once, the L2 flushed before each as for the lab's counters; --launch-count is an upper "
+               "metrics (run --frames 1 --cold launches each of them once, the L2 flushed before "
+               "each as for the lab's counters; --launch-count is an upper "
                "bound for multi-kernel library calls)\n";
   for (size_t i = 0; i < stages.size(); ++i) {
     if (!selected(o.stages, stages[i].op->def.name)) continue;

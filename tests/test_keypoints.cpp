@@ -76,7 +76,9 @@ void for_each_config(bool gpu, const std::string& op,
 
 // topk's variants that do the dense front's work too (their input is the letterbox plane).
 const std::vector<std::string> kListed = {"v9_listed_front", "v10_counted_rank"};
-bool listed(const std::string& v) { return std::count(kListed.begin(), kListed.end(), v) > 0; }
+bool listed(const std::string& v) {
+  return std::count(kListed.begin(), kListed.end(), v) > 0;
+}
 
 void nms_cases(bool gpu) {
   for_each_config(gpu, "nms", [](Backend b, const std::string& v, MathMode m) {
@@ -362,33 +364,33 @@ void fused_front_cpu_case(const std::string& file, const std::string& size) {
 constexpr size_t kTopk = 5;
 void listed_front_cpu_case(const std::string& file, const std::string& size) {
   for (const std::string& v : kListed)
-  for (const std::string k : {"topk.k=4096", "topk.k=7"}) {
-    INFO(file << " -> " << size << " " << v << " " << k);
-    const HostImage in = io::load_image(data_path(file));
-    const auto five = run_pipeline(Backend::Cpu, in, size, {}, {k, "harris.k=0.05"});
-    const auto one = run_pipeline(Backend::Cpu, in, size, {"topk=" + v}, {k, "harris.k=0.05"});
-    for (size_t i : {kBlur, kSobel, kHarris, kNms}) {
-      CHECK(one->skipped(i));
-      CHECK(one->fused_into(i) == "topk/" + v);
+    for (const std::string k : {"topk.k=4096", "topk.k=7"}) {
+      INFO(file << " -> " << size << " " << v << " " << k);
+      const HostImage in = io::load_image(data_path(file));
+      const auto five = run_pipeline(Backend::Cpu, in, size, {}, {k, "harris.k=0.05"});
+      const auto one = run_pipeline(Backend::Cpu, in, size, {"topk=" + v}, {k, "harris.k=0.05"});
+      for (size_t i : {kBlur, kSobel, kHarris, kNms}) {
+        CHECK(one->skipped(i));
+        CHECK(one->fused_into(i) == "topk/" + v);
+      }
+      CHECK_FALSE(one->skipped(kTopk));
+      CHECK(one->stages()[kTopk].outputs() == std::vector<std::string>{"keypoints", "nms", "blur"});
+      for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+        CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
+      // The bytes model: the letterbox plane read; the keypoints, the map and blur written.
+      const double plane = double(five->read_slot("nms").desc().bytes());
+      const double kps = double(five->read_slot("keypoints").desc().bytes());
+      CHECK(one->stage_bytes(kTopk) == 3 * plane + kps);
+      const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
+      CHECK_MESSAGE(d.pass(), d.detail());
+      CHECK(d.max_abs == 0);
+      // With nms on its fused front too: nms is skipped, so its variant fuses nothing.
+      const auto both = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front", "topk=" + v},
+                                     {k, "harris.k=0.05"});
+      for (size_t i : {kBlur, kSobel, kHarris, kNms}) CHECK(both->fused_into(i) == "topk/" + v);
+      for (const char* slot : {"keypoints", "descriptors"})
+        CHECK_MESSAGE(same_bytes(both->read_slot(slot), one->read_slot(slot)), slot);
     }
-    CHECK_FALSE(one->skipped(kTopk));
-    CHECK(one->stages()[kTopk].outputs() == std::vector<std::string>{"keypoints", "nms", "blur"});
-    for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-      CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
-    // The bytes model: the letterbox plane read; the keypoints, the map and blur written.
-    const double plane = double(five->read_slot("nms").desc().bytes());
-    const double kps = double(five->read_slot("keypoints").desc().bytes());
-    CHECK(one->stage_bytes(kTopk) == 3 * plane + kps);
-    const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
-    CHECK_MESSAGE(d.pass(), d.detail());
-    CHECK(d.max_abs == 0);
-    // With nms on its fused front too: nms is skipped, so its variant fuses nothing.
-    const auto both = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front", "topk=" + v},
-                                   {k, "harris.k=0.05"});
-    for (size_t i : {kBlur, kSobel, kHarris, kNms}) CHECK(both->fused_into(i) == "topk/" + v);
-    for (const char* slot : {"keypoints", "descriptors"})
-      CHECK_MESSAGE(same_bytes(both->read_slot(slot), one->read_slot(slot)), slot);
-  }
 }
 
 // The CPU chain's Harris response from a letterbox plane (the registry's references).
@@ -544,7 +546,8 @@ TEST_SUITE("cpu") {
     fused_front_cpu_case("graf1.png", "101x57");
     fused_front_cpu_case("graf1.png", "7x5");
   }
-  TEST_CASE("topk v9 and v10 (listed front): the runner skips the dense front; the references agree") {
+  TEST_CASE(
+      "topk v9 and v10 (listed front): the runner skips the dense front; the references agree") {
     listed_front_cpu_case("box_in_scene.png", "320x184");
     listed_front_cpu_case("graf1.png", "101x57");
     listed_front_cpu_case("graf1.png", "7x5");
@@ -628,58 +631,61 @@ TEST_SUITE("gpu") {
   LAB_GPU_CASE(
       "topk v9 and v10 (listed front) on the GPU: the default pipeline's bytes, every block and "
       "math mode, K at and past the cap, every pixel a candidate, real images") {
+    // chessboard.png: its corners tie, score for score (the keys differ by the index only).
+    const std::vector<std::string> files = {"box_in_scene.png", "graf1.png", "coffee.png",
+                                            "chessboard.png"};
     for (const std::string& v : kListed)
-    for (const std::string file : {"box_in_scene.png", "graf1.png", "coffee.png"}) {
-      INFO(v);
-      const HostImage in = io::load_image(data_path(file));
-      for (const std::string size : {"1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
-        for (const std::string math : {"precise", "fast"}) {
-          INFO(file << " -> " << size << " " << math);
-          const MathMode m = math == "fast" ? MathMode::Fast : MathMode::Precise;
-          const auto five = run_pipeline(Backend::Cuda, in, size, {}, {}, math);
-          bool compared = false;
-          const Op& topk = find_op("topk");
-          for (const Block& b : topk.def.variants.at(size_t(topk.find_variant(v))).blocks) {
-            INFO("block " << b.str());
-            const auto one =
-                run_pipeline(Backend::Cuda, in, size, {"topk=" + v}, {}, math, {"topk=" + b.str()});
-            for (size_t i : {kBlur, kSobel, kHarris, kNms}) CHECK(one->skipped(i));
-            for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-              CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
-            if (compared) continue;
-            const DiffStats d = one->compare(kTopk, one->reference(kTopk), m);
-            CHECK_MESSAGE(d.pass(), d.detail());
-            MESSAGE(file << " -> " << size << " " << math << ": " << v
-                         << " vs the CPU chain: " << d.detail());
-            compared = true;
+      for (const std::string& file : files) {
+        INFO(v);
+        const HostImage in = io::load_image(data_path(file));
+        for (const std::string size : {"1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
+          for (const std::string math : {"precise", "fast"}) {
+            INFO(file << " -> " << size << " " << math);
+            const MathMode m = math == "fast" ? MathMode::Fast : MathMode::Precise;
+            const auto five = run_pipeline(Backend::Cuda, in, size, {}, {}, math);
+            bool compared = false;
+            const Op& topk = find_op("topk");
+            for (const Block& b : topk.def.variants.at(size_t(topk.find_variant(v))).blocks) {
+              INFO("block " << b.str());
+              const auto one = run_pipeline(Backend::Cuda, in, size, {"topk=" + v}, {}, math,
+                                            {"topk=" + b.str()});
+              for (size_t i : {kBlur, kSobel, kHarris, kNms}) CHECK(one->skipped(i));
+              for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+                CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
+              if (compared) continue;
+              const DiffStats d = one->compare(kTopk, one->reference(kTopk), m);
+              CHECK_MESSAGE(d.pass(), d.detail());
+              MESSAGE(file << " -> " << size << " " << math << ": " << v
+                           << " vs the CPU chain: " << d.detail());
+              compared = true;
+            }
           }
+        // K = 1, at the 8192 cap and past it (the front, then v2); threshold 0 leaves every
+        // local maximum, tens of thousands of candidates (the select refines; v10 takes v9's
+        // path); lower thresholds put the survivors between K and v10's 8192 (the log says
+        // how many).
+        for (const std::vector<std::string>& params : {std::vector<std::string>{"topk.k=1"},
+                                                       {"topk.k=8192"},
+                                                       {"topk.k=9000"},
+                                                       {"nms.threshold=0", "topk.k=4096"},
+                                                       {"nms.threshold=0", "topk.k=8192"},
+                                                       {"nms.threshold=0.0003", "topk.k=4096"},
+                                                       {"nms.threshold=0.0001", "topk.k=4096"},
+                                                       {"nms.threshold=0.00003", "topk.k=2000"}}) {
+          INFO(params.front() << " " << params.back());
+          const auto five = run_pipeline(Backend::Cuda, in, "1280x736", {}, params);
+          const auto one = run_pipeline(Backend::Cuda, in, "1280x736", {"topk=" + v}, params);
+          for (const char* slot : {"nms", "keypoints"})
+            CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
+          const HostImage map = five->read_slot("nms");
+          const auto m = map.view<float>();
+          size_t survivors = 0;
+          for (int y = 0; y < m.height; ++y)
+            for (int x = 0; x < m.width; ++x) survivors += m.at(x, y) != 0.0f;
+          MESSAGE(v << " " << file << " " << params.front() << " " << params.back() << ": "
+                    << survivors << " survivors");
         }
-      // K = 1, at the 8192 cap and past it (the front, then v2); threshold 0 leaves every
-      // local maximum, tens of thousands of candidates (the select refines; v10 takes v9's
-      // path); lower thresholds put the survivors between K and v10's 8192 (the log says
-      // how many).
-      for (const std::vector<std::string>& params : {std::vector<std::string>{"topk.k=1"},
-                                                    {"topk.k=8192"},
-                                                    {"topk.k=9000"},
-                                                    {"nms.threshold=0", "topk.k=4096"},
-                                                    {"nms.threshold=0", "topk.k=8192"},
-                                                    {"nms.threshold=0.0003", "topk.k=4096"},
-                                                    {"nms.threshold=0.0001", "topk.k=4096"},
-                                                    {"nms.threshold=0.00003", "topk.k=2000"}}) {
-        INFO(params.front() << " " << params.back());
-        const auto five = run_pipeline(Backend::Cuda, in, "1280x736", {}, params);
-        const auto one = run_pipeline(Backend::Cuda, in, "1280x736", {"topk=" + v}, params);
-        for (const char* slot : {"nms", "keypoints"})
-          CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
-        const HostImage map = five->read_slot("nms");
-        const auto m = map.view<float>();
-        size_t survivors = 0;
-        for (int y = 0; y < m.height; ++y)
-          for (int x = 0; x < m.width; ++x) survivors += m.at(x, y) != 0.0f;
-        MESSAGE(v << " " << file << " " << params.front() << " " << params.back() << ": "
-                  << survivors << " survivors");
       }
-    }
   }
 
   LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {

@@ -271,7 +271,8 @@ void draw_timings_panel(GuiApp& app) {
       if (ImGui::SmallButton("copy")) ImGui::SetClipboardText(ncu_line(app, i, launches).c_str());
       ImGui::PopID();
       tip("copy the ncu command line that profiles this stage's kernels as configured here, "
-          "with the lab's metrics (kernel-lab run --frames 1 --cold: the L2 flushed before each launch as for the lab's counters; kernels picked by the NVTX range "
+          "with the lab's metrics (kernel-lab run --frames 1 --cold: the L2 flushed before each "
+          "launch as for the lab's counters; kernels picked by the NVTX range "
           "stage/variant/block/math)");
     }
     ImGui::EndTable();

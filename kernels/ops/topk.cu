@@ -1219,8 +1219,8 @@ static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* na
     v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
     return launch_v2(ctx, v2);
   }
-  launch(ctx, name, rank, dim3(std::max(1, device_info().sms)), dim3(kV4Threads), kV4Smem, sc,
-         list, k, uint32_t(src.width), kp);
+  launch(ctx, name, rank, dim3(std::max(1, device_info().sms)), dim3(kV4Threads), kV4Smem, sc, list,
+         k, uint32_t(src.width), kp);
 }
 
 static void launch_v9(LaunchContext& ctx, const StageArgs& a) {
