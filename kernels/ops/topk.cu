@@ -798,39 +798,44 @@ __global__ void __launch_bounds__(kV4Threads)
 // ---- v10: the listed survivors ranked by counting every pair ---------------------------------
 
 // n <= kV4Cap keys of `list`, ranked: every block loads all of them into shared memory (`keys`,
-// kV4Smem bytes) and ranks a contiguous share, ceil(n / grid) keys. Its threads split into
-// `per` candidates x `slices` slices of the keys; a thread counts the keys of its slice greater
-// than its candidate (the lanes of a warp mostly share a slice, so a read is a broadcast), and
-// the counts are summed per candidate. Keys are distinct, so the counts are a permutation: row
-// `greater` when it is under K.
+// kV4Smem bytes) and ranks a contiguous share, ceil(n / grid) keys, at most kV4Threads at a time
+// (more only on a GPU of a few SMs). The threads split into `per` candidates x `slices` slices
+// of the keys; a thread counts the keys of its slice greater than its candidate (the lanes of a
+// warp mostly share a slice, so a read is a broadcast), and the counts are summed per
+// candidate. Keys are distinct, so the counts are a permutation: row `greater` when under K.
 __device__ void topk_count_rank(const uint64_t* list, uint32_t n, uint32_t k, uint32_t width,
                                 ImageView<float> kp, uint64_t* keys) {
-  const uint32_t per = (n + gridDim.x - 1) / gridDim.x;  // <= 63 for n <= kV4Cap on 132 SMs
-  const uint32_t first = blockIdx.x * per;
-  const uint32_t slices = per ? kV4Threads / per : 0;
   uint32_t* greater = reinterpret_cast<uint32_t*>(keys + kV4Cap);  // past the keys, in kV4Smem
-  if (threadIdx.x < per) greater[threadIdx.x] = 0;
-  for_each_listed(list, n, [&](uint64_t key, uint32_t pos) { keys[pos] = key; });
-  if (threadIdx.x == 0 && (n & 1u)) keys[n] = 0;  // the last pair's second key: never greater
-  __syncthreads();
-  const uint32_t c = per ? threadIdx.x % per : 0, s = per ? threadIdx.x / per : 0;
-  if (s < slices && first + c < n) {
-    const uint64_t mine = keys[first + c];
-    const ulonglong2* pairs = reinterpret_cast<const ulonglong2*>(keys);
-    uint32_t g = 0;
-#pragma unroll 4
-    for (uint32_t j = s; j < (n + 1) / 2; j += slices) {
-      const ulonglong2 two = pairs[j];
-      g += (two.x > mine) + (two.y > mine);
-    }
-    atomicAdd(&greater[c], g);
+  const uint32_t share = (n + gridDim.x - 1) / gridDim.x;
+  const uint32_t begin = min(n, blockIdx.x * share), end = min(n, begin + share);
+  if (begin < end) {  // a block with no share (n under the grid) loads nothing
+    for_each_listed(list, n, [&](uint64_t key, uint32_t pos) { keys[pos] = key; });
+    if (threadIdx.x == 0 && (n & 1u)) keys[n] = 0;  // the last pair's second key: never greater
   }
-  __syncthreads();
-  if (threadIdx.x < per && first + threadIdx.x < n && greater[threadIdx.x] < k) {
-    const uint64_t mine = keys[first + threadIdx.x];
-    const uint32_t idx = topk_key_index(mine);
-    write_keypoint(kp, int(greater[threadIdx.x]), float(idx % width), float(idx / width),
-                   topk_key_score(mine));
+  const ulonglong2* pairs = reinterpret_cast<const ulonglong2*>(keys);
+  for (uint32_t first = begin; first < end; first += kV4Threads) {  // the same trips block-wide
+    const uint32_t per = min(end - first, uint32_t(kV4Threads)), slices = kV4Threads / per;
+    if (threadIdx.x < per) greater[threadIdx.x] = 0;
+    __syncthreads();  // the keys loaded; greater zeroed (and read by the last trip)
+    const uint32_t c = threadIdx.x % per, s = threadIdx.x / per;
+    if (s < slices) {
+      const uint64_t mine = keys[first + c];
+      uint32_t g = 0;
+#pragma unroll 4
+      for (uint32_t j = s; j < (n + 1) / 2; j += slices) {
+        const ulonglong2 two = pairs[j];
+        g += (two.x > mine) + (two.y > mine);
+      }
+      atomicAdd(&greater[c], g);
+    }
+    __syncthreads();
+    if (threadIdx.x < per && greater[threadIdx.x] < k) {
+      const uint64_t mine = keys[first + threadIdx.x];
+      const uint32_t idx = topk_key_index(mine);
+      write_keypoint(kp, int(greater[threadIdx.x]), float(idx % width), float(idx / width),
+                     topk_key_score(mine));
+    }
+    __syncthreads();  // greater is zeroed again by the next trip
   }
   for (uint32_t i = min(n, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
        i += gridDim.x * kV4Threads)
@@ -842,7 +847,8 @@ __device__ void topk_count_rank(const uint64_t* list, uint32_t n, uint32_t k, ui
 __global__ void __launch_bounds__(kV4Threads)
     topk_counted_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
                              uint32_t width, ImageView<float> kp) {
-  extern __shared__ uint64_t smem[];
+  extern __shared__ __align__(16) uint64_t smem16[];  // read as pairs of keys
+  uint64_t* smem = smem16;
   const uint32_t n = __ldcg(&sc->count);
   if (n > kV4Cap) return topk_select_rank_binned(sc, list, k, width, kp, smem);
   topk_count_rank(list, n, k, width, kp, smem);
