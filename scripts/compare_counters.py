@@ -1,17 +1,16 @@
 #!/usr/bin/env python3
 """The lab's hardware counters against Nsight Compute's, on the same binary and input.
 
-Both sides start each kernel from the same cache state: the lab's read flush of the L2 before
-every launch (ncu profiles `run --frames 1 --cold`, which flushes the same way; ncu's own
---cache-control all left ~2.5 MB of earlier kernels' dirty lines that a kernel larger than the
-L2 wrote back inside its range). For each stage given, runs `kernel-lab bench --stage S
---counters --json` (the lab's CUPTI range profiler) and the command `kernel-lab bench
---print-ncu` prints for it (the stage's kernels picked by their NVTX range), then compares,
-kernel by kernel in launch order, DRAM bytes read and written and achieved occupancy. Library
-calls (CUB) are one range in the lab and several kernels in ncu: they are left out. Exits 1 when
-a value differs by more than --tolerance (default 5 %) and by more than --floor bytes (default
-64 KiB, so that a few stray sectors of a kernel that stays in the L2 do not count as a
-disagreement).
+Both sides start each kernel from the lab's L2 flush (ncu profiles `run --frames 1 --cold`,
+which flushes before every launch as the lab's counters do; the flush kernels are left out by
+name), and ncu flushes once more (--cache-control all). For each stage given, runs
+`kernel-lab bench --stage S --counters --json` (the lab's CUPTI range profiler) and the command
+`kernel-lab bench --print-ncu` prints for it (the stage's kernels picked by their NVTX range),
+then compares, kernel by kernel in launch order, DRAM bytes read and written and achieved
+occupancy. Library calls (CUB) are one range in the lab and several kernels in ncu: they are
+left out. Exits 1 when a value differs by more than --tolerance (default 5 %) and by more than
+--floor bytes (default 64 KiB, so that a few stray sectors of a kernel that stays in the L2 do
+not count as a disagreement).
 
   compare_counters.py --lab bundle/bin/kernel-lab -- --input data/box_in_scene.png --size 1280x736
 """
@@ -25,6 +24,7 @@ import sys
 
 
 EXTRA = []  # extra ncu options (--ncu-option)
+NO_KERNEL_FILTER = False  # --no-kernel-filter
 
 
 def run(cmd):
@@ -52,6 +52,9 @@ def ncu_rows(lab, stage, args):
     line = [l for l in run([lab, "bench", "--print-ncu", "--stage", stage] + args).splitlines()
             if l.startswith("ncu ")][0]
     cmd = shlex.split(line.split("  #")[0])
+    if NO_KERNEL_FILTER:  # the command's --kernel-name regex left out
+        i = cmd.index("--kernel-name")
+        del cmd[i:i + 2]
     for opt in EXTRA:  # --name=value replaces the command's own --name value
         name, _, value = opt.partition("=")
         if value and name in cmd[:cmd.index("--metrics")]:
@@ -67,6 +70,8 @@ def ncu_rows(lab, stage, args):
         name = rec["Kernel Name"]
         if "cub::" in name or "thrust::" in name:
             continue  # CUB's kernels: one range of the lab's
+        if "flush_kernel" in name or "discard_kernel" in name:
+            continue  # run --cold's L2 flush (where --kernel-name did not leave it out)
         key = rec["ID"]
         if key not in kernels:
             kernels[key] = {"name": name}
@@ -87,8 +92,12 @@ def main():
     ap.add_argument("--ncu-option", action="append", default=[],
                     help="an extra ncu option, e.g. --ncu-option=--replay-mode=application")
     ap.add_argument("args", nargs="*", help="input and configuration options (after --)")
+    ap.add_argument("--no-kernel-filter", action="store_true",
+                    help="drop the command's --kernel-name regex (an ncu that rejects it)")
     a = ap.parse_args()
     EXTRA.extend(a.ncu_option)
+    global NO_KERNEL_FILTER
+    NO_KERNEL_FILTER = a.no_kernel_filter
     bad = 0
     for stage in a.stages.split(","):
         ours = lab_rows(a.lab, stage, a.args)

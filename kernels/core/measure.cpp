@@ -236,6 +236,8 @@ std::string ncu_command(const std::string& exe, const std::string& input_args,
   cmd << "ncu --clock-control none --cache-control all --nvtx --nvtx-include "
       << shell_quote(s.op->def.name + "/" + s.variant_def().name + "/" + s.block.str() + "/" +
                      math_name(s.math) + "/")
+      // run --cold's flush kernels run inside the stage's range: profile only the stage's own.
+      << " --kernel-name " << shell_quote("regex:^(?!.*(_flush_kernel|discard_kernel))")
       << " --launch-count " << std::max(1, launches) << " --metrics ";
   // Jetson Orin's GPU (GA10B, sm_87) has no dram__ metrics, and ncu refuses a command that names
   // one it lacks.

@@ -92,11 +92,10 @@ CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage = SIZE_
 
 // The command line that profiles stage `stage`'s kernels of this configuration with ncu and the
 // lab's metrics: `exe run --frames 1 --cold` on the same input (`input_args`: "--input F --size
-// WxH", or "--lab NAME --size S --seed N"), its kernels picked by the runner's NVTX ranges. The L2
-// is flushed before each kernel by the lab's own read flush, as for the lab's counters: ncu's
-// --cache-control all alone leaves ~2.5 MB of the earlier kernels' dirty lines, which a kernel
-// larger than the L2 then writes back inside its own range (H200, 4K: +2.6 MB on harris's
-// 19.4). A live kernel cannot be named on a command line: the line then says so.
+// WxH", or "--lab NAME --size S --seed N"), its kernels picked by the runner's NVTX ranges and
+// the flush kernels left out by name. `--cold` flushes the L2 before each kernel as the lab's
+// counters do, so both sides start from the same cache state (ncu's --cache-control all
+// flushes once more). A live kernel cannot be named on a command line: the line then says so.
 std::string ncu_command(const std::string& exe, const std::string& input_args,
                         const std::vector<ResolvedStage>& stages, size_t stage, int launches);
 // This executable's path (/proc/self/exe), for ncu_command.

@@ -69,7 +69,7 @@
 //                    shared memory and counts, for each key of its share, the keys greater
 //                    than it, every pair compared (19.5 M comparisons for coffee.png's 4,416
 //                    survivors, ~150 per thread over the GPU, each read a broadcast). No
-//                    histogram walk, no select, no atomics on a bin, one barrier; what is left
+//                    histogram walk, no select, no atomics on a bin, three barriers; what is left
 //                    is two L2 round trips. Past 8,192 survivors (n^2 grows): v9's selection.
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
