@@ -112,6 +112,11 @@ TEST_SUITE("cpu") {
     const Result ncu = lab_cli("bench --print-ncu --stage blur --input synthetic:64x48");
     CHECK(ncu.code == 0);
     CHECK(has(ncu, "--cache-control all --nvtx --nvtx-include blur/"));
+    CHECK(has(ncu, " run --frames 1 --cold --input synthetic:64x48"));
+    // What that command runs: run --cold (on the CPU references there is no L2 to flush).
+    CHECK(lab_cli("run --device cpu --cold --input synthetic:64x48 --size 32x16").code == 0);
+    CHECK(lab_cli("run --cold --graph --input synthetic:64x48").code ==
+          64);  // a graph: no launch to flush before
     CHECK(lab_cli("bench --noise 150").code == 64);
     CHECK(lab_cli("bench --queue-ahead -5").code == 64);
     CHECK(lab_cli("bench --min-reps 1").code == 64);
