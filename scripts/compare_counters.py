@@ -84,7 +84,7 @@ def ncu_rows(lab, stage, args):
     again[1:1] = ["--kernel-name", regex, "--launch-count", str(2 * len(first))]
     second = parse(run(again))[-len(first):]
     rows = [(f[0], d[1], d[2], f[3]) for f, d in zip(first, second)]
-    return rows, " ".join(shlex.quote(c) for c in cmd + ["&&"] + again)
+    return rows, " && ".join(" ".join(shlex.quote(c) for c in c2) for c2 in (cmd, again))
 
 
 def parse(out):

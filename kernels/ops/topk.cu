@@ -847,8 +847,7 @@ __device__ void topk_count_rank(const uint64_t* list, uint32_t n, uint32_t k, ui
 __global__ void __launch_bounds__(kV4Threads)
     topk_counted_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
                              uint32_t width, ImageView<float> kp) {
-  extern __shared__ __align__(16) uint64_t smem16[];  // read as pairs of keys
-  uint64_t* smem = smem16;
+  extern __shared__ __align__(16) uint64_t smem[];  // read as pairs of keys
   const uint32_t n = __ldcg(&sc->count);
   if (n > kV4Cap) return topk_select_rank_binned(sc, list, k, width, kp, smem);
   topk_count_rank(list, n, k, width, kp, smem);
