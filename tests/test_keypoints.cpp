@@ -592,7 +592,8 @@ TEST_SUITE("gpu") {
     const VariantDef& v5 = nms.def.variants.at(size_t(nms.find_variant("v5_fused_front")));
     for (const std::string file : {"box_in_scene.png", "graf1.png"}) {
       const HostImage in = io::load_image(data_path(file));
-      for (const std::string size : {"1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
+      for (const std::string size :
+           {"3840x2160", "3833x2157", "1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
         for (const std::string math : {"precise", "fast"}) {
           INFO(file << " -> " << size << " " << math);
           const MathMode m = math == "fast" ? MathMode::Fast : MathMode::Precise;
@@ -638,7 +639,8 @@ TEST_SUITE("gpu") {
       for (const std::string& file : files) {
         INFO(v);
         const HostImage in = io::load_image(data_path(file));
-        for (const std::string size : {"1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
+        for (const std::string size :
+             {"3840x2160", "3833x2157", "1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
           for (const std::string math : {"precise", "fast"}) {
             INFO(file << " -> " << size << " " << math);
             const MathMode m = math == "fast" ? MathMode::Fast : MathMode::Precise;

@@ -764,25 +764,35 @@ __global__ void __launch_bounds__(kV4Threads)
 
 // ---- v9: the survivors listed by the dense front as it finds them --------------------------
 
-// The front's sink (front_kernels.cuh): each NMS value the warp writes that is non-zero is a
-// survivor; its key goes to the list (one atomic per warp with survivors, a slot per lane by
-// its rank in the ballot) and to the level-0 histogram. Most rows of most warps have none.
+// The front's sink (front_kernels.cuh): each NMS value the warp wrote that is non-zero is a
+// survivor. Once a strip is written, the warp reserves room for all its survivors with one
+// atomic (a scan of the lanes' counts), and each lane reads its survivors' values back from the
+// map it wrote (its own writes, so it sees them; a few per strip, most strips none), lists their
+// keys and counts them in the level-0 histogram.
 struct TopkListSink {
   TopkV4Scratch* sc;
   uint64_t* list;
   uint32_t width;
-  __device__ void operator()(float v, bool mine, int x, int y) const {
-    const bool kept = mine && v != 0.0f;
-    const uint32_t ballot = __ballot_sync(0xFFFFFFFFu, kept);
-    if (!ballot) return;
-    const int lane = int(threadIdx.x) & 31, leader = __ffs(ballot) - 1;
+  __device__ void operator()(const ImageView<float>& map, int x, int y0, uint32_t kept) const {
+    const int lane = int(threadIdx.x) & 31;
+    const uint32_t mine = uint32_t(__popc(kept));
+    uint32_t upto = mine;  // inclusive scan of the lanes' counts
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const uint32_t t = __shfl_up_sync(0xFFFFFFFFu, upto, d);
+      if (lane >= d) upto += t;
+    }
+    const uint32_t total = __shfl_sync(0xFFFFFFFFu, upto, 31);
+    if (total == 0) return;
     uint32_t base = 0;
-    if (lane == leader) base = atomicAdd(&sc->count, uint32_t(__popc(ballot)));
-    base = __shfl_sync(0xFFFFFFFFu, base, leader);
-    if (!kept) return;
-    const uint64_t key = topk_key(v, uint32_t(y) * width + uint32_t(x));
-    list[base + uint32_t(__popc(ballot & ((1u << lane) - 1u)))] = key;
-    atomicAdd(&sc->hist[uint32_t(key >> kV4Shift)], 1u);
+    if (lane == 31) base = atomicAdd(&sc->count, total);
+    base = __shfl_sync(0xFFFFFFFFu, base, 31) + upto - mine;
+    for (uint32_t r = kept; r; r &= r - 1) {
+      const int y = y0 + __ffs(r) - 1;
+      const uint64_t key = topk_key(map.row(y)[x], uint32_t(y) * width + uint32_t(x));
+      list[base++] = key;
+      atomicAdd(&sc->hist[uint32_t(key >> kV4Shift)], 1u);
+    }
   }
 };
 
