@@ -24,6 +24,10 @@
 //                starts on the row the last one ended on (every row at scales >= 1, about half at
 //                1.5x down): at 4K the kernel is bound by instructions, not bytes (ncu: SM 71%,
 //                DRAM 19%), so work not done is the lever.
+//   v6_pair_reuse v5 keeping both source rows' lerps when enlarging: consecutive output rows then
+//                mostly interpolate between the same two source rows, which v5 lerps anew each
+//                time (1.7 row lerps per output row at 3.4x; v6 about 0.3). Not enlarging, it is
+//                v5 (the pair never repeats there, and testing for it costs 2-4 %).
 //
 // Bench: kernel-lab bench --stage letterbox --sweep-variants --input synthetic:1920x1080
 #include <algorithm>
@@ -248,9 +252,15 @@ __device__ __forceinline__ float lerp_source_row(const ImageView<const uint8_t>&
   return ldg_gray<C>(src, cx.i0, y) * (1.0f - cx.frac) + ldg_gray<C>(src, cx.i1, y) * cx.frac;
 }
 
-// v3 (bytes), v4 (words) and v5 (words, reusing a shared source row): ROWS output rows of one
-// column per thread, the column's taps loaded once.
-template <int C, bool WORDS, bool REUSE, int ROWS>
+// How a thread's rows reuse the horizontal lerps of the rows before: not at all (v3, v4); the
+// source row the last output row ended on (v5: consecutive rows when shrinking); or either of
+// the two source rows the last output row read (v6: also the same pair again, as most rows are
+// when enlarging: at 3.4x each pair serves about 3.4 output rows, and v5 lerps both anew).
+enum class Reuse { None, LastRow, LastPair };
+
+// v3 (bytes), v4 (words), v5 and v6 (words, reusing lerps): ROWS output rows of one column per
+// thread, the column's taps loaded once.
+template <int C, bool WORDS, Reuse REUSE, int ROWS>
 __global__ void letterbox_rows_kernel(ImageView<const uint8_t> src, ImageView<float> dst,
                                       const AxisTap* __restrict__ xt,
                                       const AxisTap* __restrict__ yt, LetterboxGeometry g) {
@@ -260,8 +270,8 @@ __global__ void letterbox_rows_kernel(ImageView<const uint8_t> src, ImageView<fl
   const int tx = x - g.ox;
   const bool col_inside = tx >= 0 && tx < g.rw;
   const AxisTap cx = col_inside ? xt[tx] : AxisTap{0, 0, 0.0f};
-  int last_row = -1;  // v5: the source row whose lerp `last_h` holds
-  float last_h = 0.0f;
+  int last_i0 = -1, last_i1 = -1;  // the source rows whose lerps last_h0, last_h1 hold
+  float last_h0 = 0.0f, last_h1 = 0.0f;
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
     const int y = y0 + r, ty = y - g.oy;
@@ -269,10 +279,20 @@ __global__ void letterbox_rows_kernel(ImageView<const uint8_t> src, ImageView<fl
     float v = LETTERBOX_PAD;
     if (col_inside && ty >= 0 && ty < g.rh) {
       const AxisTap cy = yt[ty];  // uniform across a warp: the reuse tests do not diverge
-      const float h0 =
-          REUSE && cy.i0 == last_row ? last_h : lerp_source_row<C, WORDS>(src, cy.i0, cx);
-      const float h1 = REUSE && cy.i1 == cy.i0 ? h0 : lerp_source_row<C, WORDS>(src, cy.i1, cx);
-      last_row = cy.i1, last_h = h1;
+      float h0, h1;
+      if (REUSE == Reuse::LastPair && cy.i0 == last_i0)
+        h0 = last_h0;
+      else if (REUSE != Reuse::None && cy.i0 == last_i1)
+        h0 = last_h1;
+      else
+        h0 = lerp_source_row<C, WORDS>(src, cy.i0, cx);
+      if (REUSE != Reuse::None && cy.i1 == cy.i0)
+        h1 = h0;
+      else if (REUSE == Reuse::LastPair && cy.i1 == last_i1)
+        h1 = last_h1;
+      else
+        h1 = lerp_source_row<C, WORDS>(src, cy.i1, cx);
+      last_i0 = cy.i0, last_h0 = h0, last_i1 = cy.i1, last_h1 = h1;
       v = h0 * (1.0f - cy.frac) + h1 * cy.frac;
     }
     dst.at(x, y) = v;
@@ -329,7 +349,7 @@ using FusedKernel = void (*)(ImageView<const uint8_t>, ImageView<float>, const A
                              const AxisTap*, LetterboxGeometry);
 
 static void launch_fused(LaunchContext& ctx, const StageArgs& a, int rows, bool words,
-                         const char* name, const FusedKernel (&by_channels)[3]) {
+                         const char* name, const FusedKernel* by_channels) {
   const auto src = a.in[0].view<const uint8_t>();
   const auto dst = a.out[0].view<float>();
   const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
@@ -352,24 +372,44 @@ static void launch_v2(LaunchContext& ctx, const StageArgs& a) {
 }
 
 static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
-  static const FusedKernel k[3] = {letterbox_rows_kernel<1, false, false, LETTERBOX_ROWS>,
-                                   letterbox_rows_kernel<3, false, false, LETTERBOX_ROWS>,
-                                   letterbox_rows_kernel<4, false, false, LETTERBOX_ROWS>};
+  static const FusedKernel k[3] = {letterbox_rows_kernel<1, false, Reuse::None, LETTERBOX_ROWS>,
+                                   letterbox_rows_kernel<3, false, Reuse::None, LETTERBOX_ROWS>,
+                                   letterbox_rows_kernel<4, false, Reuse::None, LETTERBOX_ROWS>};
   launch_fused(ctx, a, LETTERBOX_ROWS, false, "letterbox_v3_rows", k);
 }
 
 static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
-  static const FusedKernel k[3] = {letterbox_rows_kernel<1, true, false, LETTERBOX_ROWS>,
-                                   letterbox_rows_kernel<3, true, false, LETTERBOX_ROWS>,
-                                   letterbox_rows_kernel<4, true, false, LETTERBOX_ROWS>};
+  static const FusedKernel k[3] = {letterbox_rows_kernel<1, true, Reuse::None, LETTERBOX_ROWS>,
+                                   letterbox_rows_kernel<3, true, Reuse::None, LETTERBOX_ROWS>,
+                                   letterbox_rows_kernel<4, true, Reuse::None, LETTERBOX_ROWS>};
   launch_fused(ctx, a, LETTERBOX_ROWS, true, "letterbox_v4_words", k);
 }
 
 static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
-  static const FusedKernel k[3] = {letterbox_rows_kernel<1, true, true, LETTERBOX_REUSE_ROWS>,
-                                   letterbox_rows_kernel<3, true, true, LETTERBOX_REUSE_ROWS>,
-                                   letterbox_rows_kernel<4, true, true, LETTERBOX_REUSE_ROWS>};
+  static const FusedKernel k[3] = {
+      letterbox_rows_kernel<1, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
+      letterbox_rows_kernel<3, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
+      letterbox_rows_kernel<4, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>};
   launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, "letterbox_v5_row_reuse", k);
+}
+
+// The pair is reused only when enlarging (rows then repeat their pair); otherwise v6 runs v5's
+// kernel: the extra tests cost 2-4 % where they never hit (1080p -> 1280x736, 4K at scale 1).
+static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
+  static const FusedKernel pair[3] = {
+      letterbox_rows_kernel<1, true, Reuse::LastPair, LETTERBOX_REUSE_ROWS>,
+      letterbox_rows_kernel<3, true, Reuse::LastPair, LETTERBOX_REUSE_ROWS>,
+      letterbox_rows_kernel<4, true, Reuse::LastPair, LETTERBOX_REUSE_ROWS>};
+  static const FusedKernel row[3] = {
+      letterbox_rows_kernel<1, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
+      letterbox_rows_kernel<3, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
+      letterbox_rows_kernel<4, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>};
+  const auto src = a.in[0].view<const uint8_t>();
+  const auto dst = a.out[0].view<float>();
+  const bool enlarging =
+      letterbox_geometry(src.width, src.height, dst.width, dst.height).rh > src.height;
+  launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, "letterbox_v6_pair_reuse",
+               enlarging ? pair : row);
 }
 
 // ---- variant table ---------------------------------------------------------------------------
@@ -404,6 +444,9 @@ OpDef letterbox_op() {
        blocks, {32, 4}, launch_v4, nullptr},
       {"v5_row_reuse", "v4 over 8 rows, reusing a source row's lerp shared by consecutive outputs",
        blocks, {32, 4}, launch_v5, nullptr},
+      {"v6_pair_reuse", "v5, and when enlarging also reusing both source rows' lerps (rows "
+       "repeat their pair)",
+       blocks, {32, 4}, launch_v6, nullptr},
   };
   // clang-format on
   return op;
