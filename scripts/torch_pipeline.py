@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The keypoint pipeline written with PyTorch operators, timed beside kernel-lab in one run.
 
-    python3 scripts/torch_pipeline.py --lab build-gpu/kernel-lab [--input synthetic] [--reps 200]
+    python3 scripts/torch_pipeline.py --lab build-gpu/kernel-lab [--input synthetic] [--size 1280x736] [--reps 200]
 
 Runs, on the same GPU and in the same process tree:
   1. kernel-lab bench --json on a 1920x1080 BGR frame -> 1280x736, K = 4096: the whole pipeline
@@ -131,10 +131,13 @@ def main():
     ap.add_argument("--topk-input", default=None,
                     help="image for the top-K comparison (default: the data folder's graf1.png)")
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--size", default="1280x736", help="the pipeline's output size, WxH")
     ap.add_argument("--variant", action="append", default=[],
                     help="STAGE=NAME for kernel-lab's pipeline (repeatable), e.g. nms=v5_fused_front")
     a = ap.parse_args()
     variants = [arg for v in a.variant for arg in ("--variant", v)]
+    out_w, out_h = (int(v) for v in a.size.lower().split("x"))
+    variants += ["--size", a.size]  # kernel-lab's options for the pipeline, the size with them
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -151,7 +154,7 @@ def main():
                                str(a.reps), "--stage", "letterbox", *variants))
 
         h, w = bgr_np.shape[:2]
-        pipe = TorchPipeline(h, w)
+        pipe = TorchPipeline(h, w, out_w, out_h)
         bgr = torch.from_numpy(bgr_np).to(dev)
         eager_us = time_us(lambda: pipe(bgr), a.reps)
         graph_us = time_us(graphed(lambda: pipe(bgr)), a.reps)
@@ -175,7 +178,7 @@ def main():
                                     "--sweep-variants", "--json", "--reps", str(a.reps)))
 
     kind = "gray" if bgr_np.ndim == 2 else "BGR"
-    print(f"\nwhole pipeline, {a.input} {w}x{h} {kind} -> 1280x736, K = 4096 "
+    print(f"\nwhole pipeline, {a.input} {w}x{h} {kind} -> {a.size}, K = 4096 "
           f"(median of {a.reps}, us/frame){' with ' + ' '.join(a.variant) if a.variant else ''}")
     print(f"  kernel-lab, stage by stage on a stream  {bench['frame_stream_median_us']:9.1f}")
     print(f"  kernel-lab, one CUDA graph              {bench['frame_graph_median_us']:9.1f}")
