@@ -690,6 +690,27 @@ TEST_SUITE("gpu") {
       }
   }
 
+  LAB_GPU_CASE("letterbox v6 gives v5's bytes: enlarging (pairs reused) and not, every block") {
+    // box_in_scene (gray) and graf1 (BGR) are enlarged at both sizes, chessboard (BGRA, 3595x3723)
+    // shrunk; 1001x333 and 17x13 have rows of each thread past the image.
+    const Op& lb = find_op("letterbox");
+    const VariantDef& v6 = lb.def.variants.at(size_t(lb.find_variant("v6_pair_reuse")));
+    for (const std::string file : {"box_in_scene.png", "graf1.png", "chessboard.png"}) {
+      const HostImage in = io::load_image(data_path(file));
+      for (const std::string size : {"3840x2160", "1280x736", "1001x333", "17x13"})
+        for (const std::string math : {"precise", "fast"})
+          for (const Block& b : v6.blocks) {
+            INFO(file << " -> " << size << " " << math << " block " << b.str());
+            const std::vector<std::string> block = {"letterbox=" + b.str()};
+            const auto v5 =
+                run_pipeline(Backend::Cuda, in, size, {"letterbox=v5_row_reuse"}, {}, math, block);
+            const auto six =
+                run_pipeline(Backend::Cuda, in, size, {"letterbox=v6_pair_reuse"}, {}, math, block);
+            CHECK(same_bytes(v5->read_slot("letterbox"), six->read_slot("letterbox")));
+          }
+    }
+  }
+
   LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {
     const HostImage in = io::load_image(data_path("box_in_scene.png"));
     for (const std::string topk :

@@ -21,9 +21,9 @@
 //                (funnel-shifted into place) instead of 2C single-byte loads: a BGR pixel pair
 //                costs 3 load instructions instead of 6, and bytes become floats by PRMT + FADD.
 //   v5_row_reuse v4 over 8 rows, reusing a source row's horizontal lerp when the next output row
-//                starts on the row the last one ended on (every row at scales >= 1, about half at
-//                1.5x down): at 4K the kernel is bound by instructions, not bytes (ncu: SM 71%,
-//                DRAM 19%), so work not done is the lever.
+//                starts on the row the last one ended on (every row at scale 1, about half at
+//                1.5x down; enlarging, few): at 4K the kernel is bound by instructions, not bytes
+//                (ncu: SM 71%, DRAM 19%), so work not done is the lever.
 //   v6_pair_reuse v5 keeping both source rows' lerps when enlarging: consecutive output rows then
 //                mostly interpolate between the same two source rows, which v5 lerps anew each
 //                time (1.7 row lerps per output row at 3.4x; v6 about 0.3). Not enlarging, it is
