@@ -690,11 +690,12 @@ TEST_SUITE("gpu") {
       }
   }
 
-  LAB_GPU_CASE("letterbox v6 gives v5's bytes: enlarging (pairs reused) and not, every block") {
-    // box_in_scene (gray) and graf1 (BGR) are enlarged at both sizes, chessboard (BGRA, 3595x3723)
-    // shrunk; 1001x333 and 17x13 have rows of each thread past the image.
+  LAB_GPU_CASE("letterbox v6 gives v5's bytes at every scale (each reuse path), every block") {
+    // Enlarged (pairs reused): box_in_scene (gray) and graf1 (BGR) to 3840x2160 and 1280x736.
+    // Shrunk by up to 1.6x (v5's reuse): box_in_scene to 1001x333. Further (v4, no reuse):
+    // chessboard (BGRA, 3595x3723) at every size, graf1 to 1001x333, all to 17x13.
     const Op& lb = find_op("letterbox");
-    const VariantDef& v6 = lb.def.variants.at(size_t(lb.find_variant("v6_pair_reuse")));
+    const VariantDef& v6 = lb.def.variants.at(size_t(lb.find_variant("v6_reuse_by_scale")));
     for (const std::string file : {"box_in_scene.png", "graf1.png", "chessboard.png"}) {
       const HostImage in = io::load_image(data_path(file));
       for (const std::string size : {"3840x2160", "1280x736", "1001x333", "17x13"})
@@ -704,8 +705,8 @@ TEST_SUITE("gpu") {
             const std::vector<std::string> block = {"letterbox=" + b.str()};
             const auto v5 =
                 run_pipeline(Backend::Cuda, in, size, {"letterbox=v5_row_reuse"}, {}, math, block);
-            const auto six =
-                run_pipeline(Backend::Cuda, in, size, {"letterbox=v6_pair_reuse"}, {}, math, block);
+            const auto six = run_pipeline(Backend::Cuda, in, size, {"letterbox=v6_reuse_by_scale"},
+                                          {}, math, block);
             CHECK(same_bytes(v5->read_slot("letterbox"), six->read_slot("letterbox")));
           }
     }

@@ -24,10 +24,11 @@
 //                starts on the row the last one ended on (every row at scale 1, about half at
 //                1.5x down; enlarging, few): at 4K the kernel is bound by instructions, not bytes
 //                (ncu: SM 71%, DRAM 19%), so work not done is the lever.
-//   v6_pair_reuse v5 keeping both source rows' lerps when enlarging: consecutive output rows then
-//                mostly interpolate between the same two source rows, which v5 lerps anew each
-//                time (1.7 row lerps per output row at 3.4x; v6 about 0.3). Not enlarging, it is
-//                v5 (the pair never repeats there, and testing for it costs 2-4 %).
+//   v6_reuse_by_scale the reuse that pays at the scale. Enlarging, consecutive output rows mostly
+//                interpolate between the same two source rows, which v5 lerps anew each time
+//                (1.7 row lerps per output row at 3.4x): v6 keeps both (about 0.3). Shrinking by
+//                up to 1.6x, v5's reuse; past that (under 40 % of rows reuse) none, v4: a row's
+//                loads would only wait on the test.
 //
 // Bench: kernel-lab bench --stage letterbox --sweep-variants --input synthetic:1920x1080
 #include <algorithm>
@@ -378,38 +379,42 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
   launch_fused(ctx, a, LETTERBOX_ROWS, false, "letterbox_v3_rows", k);
 }
 
+// v4, v5 and v6's kernels, for 1, 3 and 4 channels.
+static const FusedKernel kWords[3] = {letterbox_rows_kernel<1, true, Reuse::None, LETTERBOX_ROWS>,
+                                      letterbox_rows_kernel<3, true, Reuse::None, LETTERBOX_ROWS>,
+                                      letterbox_rows_kernel<4, true, Reuse::None, LETTERBOX_ROWS>};
+static const FusedKernel kRowReuse[3] = {
+    letterbox_rows_kernel<1, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
+    letterbox_rows_kernel<3, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
+    letterbox_rows_kernel<4, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>};
+static const FusedKernel kPairReuse[3] = {
+    letterbox_rows_kernel<1, true, Reuse::LastPair, LETTERBOX_REUSE_ROWS>,
+    letterbox_rows_kernel<3, true, Reuse::LastPair, LETTERBOX_REUSE_ROWS>,
+    letterbox_rows_kernel<4, true, Reuse::LastPair, LETTERBOX_REUSE_ROWS>};
+
 static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
-  static const FusedKernel k[3] = {letterbox_rows_kernel<1, true, Reuse::None, LETTERBOX_ROWS>,
-                                   letterbox_rows_kernel<3, true, Reuse::None, LETTERBOX_ROWS>,
-                                   letterbox_rows_kernel<4, true, Reuse::None, LETTERBOX_ROWS>};
-  launch_fused(ctx, a, LETTERBOX_ROWS, true, "letterbox_v4_words", k);
+  launch_fused(ctx, a, LETTERBOX_ROWS, true, "letterbox_v4_words", kWords);
 }
 
 static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
-  static const FusedKernel k[3] = {
-      letterbox_rows_kernel<1, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
-      letterbox_rows_kernel<3, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
-      letterbox_rows_kernel<4, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>};
-  launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, "letterbox_v5_row_reuse", k);
+  launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, "letterbox_v5_row_reuse", kRowReuse);
 }
 
-// The pair is reused only when enlarging (rows then repeat their pair); otherwise v6 runs v5's
-// kernel: the extra tests cost 2-4 % where they never hit (1080p -> 1280x736, 4K at scale 1).
+// The reuse that pays at this scale (H200, 12 scales from 4x enlarged to 5x shrunk,
+// BENCHMARKS.md): enlarging, the last pair (rows repeat their pair); down to 1.6x smaller, v5's
+// last row (at 1.6x about 40 % of rows start on the row the last one ended on); past that none,
+// v4 (a row's loads would wait on a test that rarely hits).
 static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
-  static const FusedKernel pair[3] = {
-      letterbox_rows_kernel<1, true, Reuse::LastPair, LETTERBOX_REUSE_ROWS>,
-      letterbox_rows_kernel<3, true, Reuse::LastPair, LETTERBOX_REUSE_ROWS>,
-      letterbox_rows_kernel<4, true, Reuse::LastPair, LETTERBOX_REUSE_ROWS>};
-  static const FusedKernel row[3] = {
-      letterbox_rows_kernel<1, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
-      letterbox_rows_kernel<3, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>,
-      letterbox_rows_kernel<4, true, Reuse::LastRow, LETTERBOX_REUSE_ROWS>};
   const auto src = a.in[0].view<const uint8_t>();
   const auto dst = a.out[0].view<float>();
-  const bool enlarging =
-      letterbox_geometry(src.width, src.height, dst.width, dst.height).rh > src.height;
-  launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, "letterbox_v6_pair_reuse",
-               enlarging ? pair : row);
+  const int rh = letterbox_geometry(src.width, src.height, dst.width, dst.height).rh;
+  const char* name = "letterbox_v6_reuse_by_scale";
+  if (rh > src.height)
+    launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, name, kPairReuse);
+  else if (5 * int64_t(src.height) <= 8 * int64_t(rh))
+    launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, name, kRowReuse);
+  else
+    launch_fused(ctx, a, LETTERBOX_ROWS, true, name, kWords);
 }
 
 // ---- variant table ---------------------------------------------------------------------------
@@ -444,8 +449,8 @@ OpDef letterbox_op() {
        blocks, {32, 4}, launch_v4, nullptr},
       {"v5_row_reuse", "v4 over 8 rows, reusing a source row's lerp shared by consecutive outputs",
        blocks, {32, 4}, launch_v5, nullptr},
-      {"v6_pair_reuse", "v5, and when enlarging also reusing both source rows' lerps (rows "
-       "repeat their pair)",
+      {"v6_reuse_by_scale", "the reuse that pays at the scale: enlarging both source rows' lerps "
+       "(rows repeat their pair), down to 1.6x v5's, past that none (v4)",
        blocks, {32, 4}, launch_v6, nullptr},
   };
   // clang-format on
