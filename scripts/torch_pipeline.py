@@ -124,6 +124,14 @@ def graphed(fn):
     return g.replay
 
 
+def output_size(text):
+    """WxH, both 1 to 16384 (kernel-lab's letterbox limits), for argparse."""
+    w, x, h = text.lower().partition("x")
+    if not (x and w.isdigit() and h.isdigit() and 1 <= int(w) <= 16384 and 1 <= int(h) <= 16384):
+        raise argparse.ArgumentTypeError(f"expected WxH with both in 1..16384, got {text!r}")
+    return f"{int(w)}x{int(h)}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lab", required=True, help="the kernel-lab binary")
@@ -131,12 +139,13 @@ def main():
     ap.add_argument("--topk-input", default=None,
                     help="image for the top-K comparison (default: the data folder's graf1.png)")
     ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--size", default="1280x736", help="the pipeline's output size, WxH")
+    ap.add_argument("--size", default="1280x736", type=output_size,
+                    help="the pipeline's output size, WxH")
     ap.add_argument("--variant", action="append", default=[],
                     help="STAGE=NAME for kernel-lab's pipeline (repeatable), e.g. nms=v5_fused_front")
     a = ap.parse_args()
     variants = [arg for v in a.variant for arg in ("--variant", v)]
-    out_w, out_h = (int(v) for v in a.size.lower().split("x"))
+    out_w, out_h = (int(v) for v in a.size.split("x"))
     variants += ["--size", a.size]  # kernel-lab's options for the pipeline, the size with them
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False

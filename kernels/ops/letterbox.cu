@@ -400,7 +400,7 @@ static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
   launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, "letterbox_v5_row_reuse", kRowReuse);
 }
 
-// The reuse that pays at this scale (H200, 12 scales from 4x enlarged to 5x shrunk,
+// The reuse that pays at this scale (H200, 17 scales from 5.4x enlarged to 5x shrunk,
 // BENCHMARKS.md): enlarging, the last pair (rows repeat their pair); down to 1.6x smaller, v5's
 // last row (at 1.6x about 40 % of rows start on the row the last one ended on); past that none,
 // v4 (a row's loads would wait on a test that rarely hits).
