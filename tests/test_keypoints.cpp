@@ -75,15 +75,21 @@ void for_each_config(bool gpu, const std::string& op,
 }
 
 // topk's variants that do the dense front's work too (their input is the letterbox plane).
-const std::vector<std::string> kListed = {"v9_listed_front", "v10_counted_rank"};
+const std::vector<std::string> kListed = {"v9_listed_front", "v10_counted_rank", "v11_pair_front"};
 bool listed(const std::string& v) {
   return std::count(kListed.begin(), kListed.end(), v) > 0;
+}
+// nms's variants that do the dense front's work (blur, sobel, harris and nms from the letterbox
+// plane).
+const std::vector<std::string> kFronts = {"v5_fused_front", "v6_front_pairs"};
+bool front(const std::string& v) {
+  return std::count(kFronts.begin(), kFronts.end(), v) > 0;
 }
 
 void nms_cases(bool gpu) {
   for_each_config(gpu, "nms", [](Backend b, const std::string& v, MathMode m) {
-    if (v == "v5_fused_front") return;  // reads the letterbox plane: the fused front's cases below
-    {  // a bright pixel in each corner of 17x13: all four kept, nothing else
+    if (front(v)) return;  // reads the letterbox plane: the fused front's cases below
+    {                      // a bright pixel in each corner of 17x13: all four kept, nothing else
       HostImage h = plane(17, 13);
       auto p = h.view<float>();
       p.at(0, 0) = 1, p.at(16, 0) = 2, p.at(0, 12) = 3, p.at(16, 12) = 4;
@@ -292,10 +298,9 @@ void fused_descriptor_case(Backend b, MathMode m) {
   }
 }
 
-// ---- nms v5_fused_front: the dense front in one kernel ------------------------------------------
+// ---- nms v5_fused_front, v6_front_pairs: the dense front in one kernel --------------------------
 
 constexpr size_t kBlur = 1, kSobel = 2, kHarris = 3, kNms = 4;
-const char* const kFront = "nms/v5_fused_front";
 
 bool same_bytes(const HostImage& a, const HostImage& b) {
   return a.desc() == b.desc() && std::memcmp(a.bytes(), b.bytes(), a.desc().bytes()) == 0;
@@ -327,32 +332,33 @@ std::unique_ptr<Runner> run_pipeline(Backend b, const HostImage& in, const std::
 void fused_front_cpu_case(const std::string& file, const std::string& size) {
   INFO(file << " -> " << size);
   const HostImage in = io::load_image(data_path(file));
-  for (const std::string k : {"harris.k=0.04", "harris.k=0.06"}) {
-    INFO(k);
-    const auto four = run_pipeline(Backend::Cpu, in, size, {}, {k});
-    const auto one = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front"}, {k});
-    for (size_t i : {kBlur, kSobel, kHarris}) {
-      CHECK_FALSE(four->skipped(i));
-      CHECK(one->skipped(i));
-      CHECK_FALSE(one->disabled(i));
-      CHECK(one->fused_into(i) == kFront);
+  for (const std::string& v : kFronts)
+    for (const std::string k : {"harris.k=0.04", "harris.k=0.06"}) {
+      INFO(v << " " << k);
+      const auto four = run_pipeline(Backend::Cpu, in, size, {}, {k});
+      const auto one = run_pipeline(Backend::Cpu, in, size, {"nms=" + v}, {k});
+      for (size_t i : {kBlur, kSobel, kHarris}) {
+        CHECK_FALSE(four->skipped(i));
+        CHECK(one->skipped(i));
+        CHECK_FALSE(one->disabled(i));
+        CHECK(one->fused_into(i) == "nms/" + v);
+      }
+      CHECK_FALSE(one->skipped(kNms));
+      CHECK(one->fused_into(0).empty());
+      CHECK(one->fused_into(kNms).empty());
+      CHECK(one->stages()[kNms].outputs() == std::vector<std::string>{"nms", "blur"});
+      for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+        CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)), slot);
+      // The bytes model: one plane read, two written (nms alone: one read, one written).
+      const double plane = double(four->read_slot("nms").desc().bytes());
+      CHECK(four->stage_bytes(kNms) == 2 * plane);
+      CHECK(one->stage_bytes(kNms) == 3 * plane);
+      // Against its own reference (here the run was that reference): exact, no flips.
+      const DiffStats d = one->compare(kNms, one->reference(kNms), MathMode::Precise);
+      CHECK_MESSAGE(d.pass(), d.detail());
+      CHECK(d.max_abs == 0);
+      CHECK(d.note.empty());
     }
-    CHECK_FALSE(one->skipped(kNms));
-    CHECK(one->fused_into(0).empty());
-    CHECK(one->fused_into(kNms).empty());
-    CHECK(one->stages()[kNms].outputs() == std::vector<std::string>{"nms", "blur"});
-    for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-      CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)), slot);
-    // The bytes model: one plane read, two written (nms alone: one read, one written).
-    const double plane = double(four->read_slot("nms").desc().bytes());
-    CHECK(four->stage_bytes(kNms) == 2 * plane);
-    CHECK(one->stage_bytes(kNms) == 3 * plane);
-    // Against its own reference (here the run was that reference): exact, no flips.
-    const DiffStats d = one->compare(kNms, one->reference(kNms), MathMode::Precise);
-    CHECK_MESSAGE(d.pass(), d.detail());
-    CHECK(d.max_abs == 0);
-    CHECK(d.note.empty());
-  }
   // k reaches the fused variant: another k, another map.
   const auto a = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front"}, {"harris.k=0.04"});
   const auto b = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front"}, {"harris.k=0.06"});
@@ -586,51 +592,54 @@ TEST_SUITE("gpu") {
   }
 
   LAB_GPU_CASE(
-      "fused dense front on the GPU: the four default kernels' bytes, every block and "
-      "math mode, real images") {
+      "fused dense fronts (nms v5, v6) on the GPU: the four default kernels' bytes, every block "
+      "and math mode, real images") {
     const Op& nms = find_op("nms");
-    const VariantDef& v5 = nms.def.variants.at(size_t(nms.find_variant("v5_fused_front")));
-    for (const std::string file : {"box_in_scene.png", "graf1.png"}) {
-      const HostImage in = io::load_image(data_path(file));
-      for (const std::string size :
-           {"3840x2160", "3833x2157", "1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
-        for (const std::string math : {"precise", "fast"}) {
-          INFO(file << " -> " << size << " " << math);
-          const MathMode m = math == "fast" ? MathMode::Fast : MathMode::Precise;
-          const auto four = run_pipeline(Backend::Cuda, in, size, {}, {}, math);
-          REQUIRE(four->stages()[kNms].variant_def().name == "v3_rows");
-          bool compared = false;
-          for (const Block& b : v5.blocks) {
-            INFO("block " << b.str());
-            const auto one = run_pipeline(Backend::Cuda, in, size, {"nms=v5_fused_front"}, {}, math,
-                                          {"nms=" + b.str()});
-            for (size_t i : {kBlur, kSobel, kHarris}) CHECK(one->fused_into(i) == kFront);
-            CHECK(one->launches().size() + 3 == four->launches().size());
-            for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-              CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)), slot);
-            if (compared) continue;
-            // And against the CPU chain, by its comparison rule (once per image, size, math).
-            const DiffStats d = one->compare(kNms, one->reference(kNms), m);
-            CHECK_MESSAGE(d.pass(), d.detail());
-            MESSAGE(file << " -> " << size << " " << math << ": fused front vs the CPU chain: max "
-                         << d.max_abs << ", limit " << d.limit << " " << d.detail());
-            // topk after it sees the same map: the same keypoints as after the four kernels.
-            CHECK(rows_of(one->read_slot("keypoints")) == rows_of(four->read_slot("keypoints")));
-            compared = true;
+    for (const std::string& fv : kFronts)
+      for (const std::string file : {"box_in_scene.png", "graf1.png"}) {
+        INFO(fv);
+        const VariantDef& fused = nms.def.variants.at(size_t(nms.find_variant(fv)));
+        const HostImage in = io::load_image(data_path(file));
+        for (const std::string size :
+             {"3840x2160", "3833x2157", "1280x736", "1001x333", "64x48", "17x13", "40x7", "1x1"})
+          for (const std::string math : {"precise", "fast"}) {
+            INFO(file << " -> " << size << " " << math);
+            const MathMode m = math == "fast" ? MathMode::Fast : MathMode::Precise;
+            const auto four = run_pipeline(Backend::Cuda, in, size, {}, {}, math);
+            REQUIRE(four->stages()[kNms].variant_def().name == "v3_rows");
+            bool compared = false;
+            for (const Block& b : fused.blocks) {
+              INFO("block " << b.str());
+              const auto one = run_pipeline(Backend::Cuda, in, size, {"nms=" + fv}, {}, math,
+                                            {"nms=" + b.str()});
+              for (size_t i : {kBlur, kSobel, kHarris}) CHECK(one->fused_into(i) == "nms/" + fv);
+              CHECK(one->launches().size() + 3 == four->launches().size());
+              for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+                CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)), slot);
+              if (compared) continue;
+              // And against the CPU chain, by its comparison rule (once per image, size, math).
+              const DiffStats d = one->compare(kNms, one->reference(kNms), m);
+              CHECK_MESSAGE(d.pass(), d.detail());
+              MESSAGE(file << " -> " << size << " " << math << ": " << fv
+                           << " vs the CPU chain: max " << d.max_abs << ", limit " << d.limit << " "
+                           << d.detail());
+              // topk after it sees the same map: the same keypoints as after the four kernels.
+              CHECK(rows_of(one->read_slot("keypoints")) == rows_of(four->read_slot("keypoints")));
+              compared = true;
+            }
           }
-        }
-      // harris.k reaches the kernel.
-      const auto four = run_pipeline(Backend::Cuda, in, "1001x333", {}, {"harris.k=0.06"});
-      const auto one =
-          run_pipeline(Backend::Cuda, in, "1001x333", {"nms=v5_fused_front"}, {"harris.k=0.06"});
-      CHECK(same_bytes(four->read_slot("nms"), one->read_slot("nms")));
-      CHECK_FALSE(same_bytes(four->read_slot("nms"),
-                             run_pipeline(Backend::Cuda, in, "1001x333", {})->read_slot("nms")));
-    }
+        // harris.k reaches the kernel.
+        const auto four = run_pipeline(Backend::Cuda, in, "1001x333", {}, {"harris.k=0.06"});
+        const auto one =
+            run_pipeline(Backend::Cuda, in, "1001x333", {"nms=" + fv}, {"harris.k=0.06"});
+        CHECK(same_bytes(four->read_slot("nms"), one->read_slot("nms")));
+        CHECK_FALSE(same_bytes(four->read_slot("nms"),
+                               run_pipeline(Backend::Cuda, in, "1001x333", {})->read_slot("nms")));
+      }
   }
 
   LAB_GPU_CASE(
-      "topk v9 and v10 (listed front) on the GPU: the default pipeline's bytes, every block and "
+      "topk v9 to v11 (listed fronts) on the GPU: the default pipeline's bytes, every block and "
       "math mode, K at and past the cap, every pixel a candidate, real images") {
     // chessboard.png: its corners tie, score for score (the keys differ by the index only).
     const std::vector<std::string> files = {"box_in_scene.png", "graf1.png", "coffee.png",

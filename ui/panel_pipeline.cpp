@@ -305,10 +305,11 @@ void draw_pipeline_panel(GuiApp& app) {
       }
     }
     tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): topk "
-        "v10_counted_rank, which does the dense front's work itself and lists its survivors "
-        "(blur, sobel, harris and nms then skipped; nms/v5_fused_front is set for when topk "
-        "changes), and the fused descriptor head (l2norm/v4_fused_warp: sample skipped); the "
-        "rest of the pipeline as it is. The same as examples/presets/fastest.json");
+        "v11_pair_front, which does the dense front's work itself (two columns a lane on "
+        "frames of 3200x1800 and up) and lists its survivors (blur, sobel, harris and nms then "
+        "skipped; nms/v5_fused_front is set for when topk changes), and the fused descriptor "
+        "head (l2norm/v4_fused_warp: sample skipped); the rest of the pipeline as it is. The "
+        "same as examples/presets/fastest.json");
   }
   ImGui::BeginDisabled(app.opt.backend != Backend::Cuda);
   if (ImGui::Checkbox("CUDA graph", &app.ui.graph)) app.ui.graph_dirty = true;

@@ -118,9 +118,9 @@ void apply_param(PipelineConfig& p, const std::string& spec);    // STAGE.NAME=V
 void apply_size(PipelineConfig& p, const std::string& wxh);      // letterbox output size
 
 // The keypoint pipeline's variants of the fastest frames measured on the H200 (BENCHMARKS.md,
-// twelfth session): the fused dense front, topk v10 (which does the front's work itself and lists
-// its survivors; nms/v5_fused_front stays for when topk changes) and the fused descriptor head,
-// as STAGE=NAME.
+// fourteenth session): the fused dense front, topk v11 (which does the front's work itself, in
+// column pairs on large frames, and lists its survivors; nms/v5_fused_front stays for when topk
+// changes) and the fused descriptor head, as STAGE=NAME.
 // examples/presets/fastest.json holds the same (a test checks it); the GUI's "fastest" button
 // applies them.
 const std::vector<std::string>& fastest_variants();

@@ -112,16 +112,17 @@ __device__ __forceinline__ void front_strip(const ImageView<const float>& src,
       if (mine && v != 0.0f) kept |= 1u << y;
     }
   }
-  sink(dst, x, y0, kept);  // by the whole warp
+  sink(dst, x, y0, kept, 0u);  // by the whole warp
 }
 
-// What the front does with the strip it wrote besides writing it: nothing (nms v5), or list the
-// survivors (topk v9). Called once per strip by every lane of the warp, after the strip is
-// written, with the rows where this lane wrote a survivor (`kept`). Row by row, a sink's ballot
-// and branch would sit between one row's loads and the next and keep the compiler from issuing
-// them early (at 3840x2160 listing that way cost 17 µs over the front's 58).
+// What the front does with the strip it wrote besides writing it: nothing (nms v5, v6), or list
+// the survivors (topk v9 to v11). Called once per strip by every lane of the warp, after the
+// strip is written, with the rows where this lane wrote a survivor in column x (`kept`) and in
+// column x + 1 (`kept_next`: v6's second column; 0 for v5). Row by row, a sink's ballot and
+// branch would sit between one row's loads and the next and keep the compiler from issuing them
+// early (at 3840x2160 listing that way cost 17 µs over the front's 58).
 struct FrontNoSink {
-  __device__ void operator()(const ImageView<float>&, int, int, uint32_t) const {}
+  __device__ void operator()(const ImageView<float>&, int, int, uint32_t, uint32_t) const {}
 };
 
 // Blocks are 32 n x 1: n warps side by side, each on its own 24 columns, all on the same rows, so
@@ -155,6 +156,222 @@ __global__ void __launch_bounds__(256)
     front_strip<ROWS, true>(src, blur, dst, k, thr, x, y0, l2, l1, r1, r2, writes, sink);
   else
     front_strip<ROWS, false>(src, blur, dst, k, thr, x, y0, l2, l1, r1, r2, writes, sink);
+}
+
+// ---- v6_front_pairs: v5 with two adjacent columns per lane -------------------------------------
+//
+// v5 is bound by its instructions (at 3840x2160 it issues in 65 % of its slots, DRAM 29 % busy),
+// and a third of them are spent twice: 8 of a warp's 32 lanes compute only the apron, and every
+// lane loads 5 taps and shuffles 10 values per row for one output. Here lane l holds the columns
+// x = base + 2 l and x + 1: the apron is 2 lanes on each side (4 columns, as before), so 56 of a
+// warp's 64 columns are outputs; the 6 taps of a pair are three 8-byte loads; the neighbours of
+// a pair are 2 (blur), 4 (gradients) and 4 (response) shuffles, half of v5's per column; the
+// stores are 8 bytes. Each column's values are computed by v5's expressions from the same
+// operands in the same order (only the maxima take their operands in another order, which is
+// exact), so both planes are v5's, and the four default kernels', bit for bit. The cost: a lane
+// keeps two columns' windows (114 registers, v5 80: 16 warps per SM, not 24), 2.3x fewer warps
+// in all, and twice the code (ncu at 4K: 30 % fewer instructions than v5, but issue slots 54-59 %
+// busy, not 70 %: instruction-cache misses and fewer warps to hide latency; 6 % faster).
+constexpr int PAIR_APRON = 2;                         // apron lanes on each side of a warp
+constexpr int PAIR_COLS = 2 * (32 - 2 * PAIR_APRON);  // output columns per warp
+
+// Where a lane finds the columns around its pair x, x + 1: x - 2, x - 1, x + 1, x + 2, x + 3,
+// each clamped to the image. Inside the image they are fixed: the left lane's two columns, the
+// lane's own second, the right lane's two. At a border, each is the half of the lane that holds
+// the clamped column (a valid column's clamped neighbours stay inside its warp's 64 columns).
+template <bool EDGE>
+struct PairNeighbours {
+  static constexpr unsigned FULL = 0xffffffffu;
+  __device__ PairNeighbours(int, int, int) {}
+  __device__ float m2(float v0, float) const { return __shfl_up_sync(FULL, v0, 1); }
+  __device__ float m1(float, float v1) const { return __shfl_up_sync(FULL, v1, 1); }
+  __device__ float p1(float, float v1) const { return v1; }
+  __device__ float p2(float v0, float) const { return __shfl_down_sync(FULL, v0, 1); }
+  __device__ float p3(float, float v1) const { return __shfl_down_sync(FULL, v1, 1); }
+};
+template <>
+struct PairNeighbours<true> {
+  static constexpr unsigned FULL = 0xffffffffu;
+  int at[5];  // x-2, x-1, x+1, x+2, x+3 clamped, less the warp's first column: lane at/2, half at&1
+  __device__ PairNeighbours(int x, int base, int w) {
+    const int d[5] = {-2, -1, 1, 2, 3};
+#pragma unroll
+    for (int i = 0; i < 5; ++i) at[i] = clampi(clampi(x + d[i], 0, w - 1) - base, 0, 63);
+  }
+  __device__ static float pick(float v0, float v1, int at) {
+    const float a = __shfl_sync(FULL, v0, at >> 1), b = __shfl_sync(FULL, v1, at >> 1);
+    return at & 1 ? b : a;
+  }
+  __device__ float m2(float v0, float v1) const {
+    return pick(v0, v1, at[0]);
+  }
+  __device__ float m1(float v0, float v1) const {
+    return pick(v0, v1, at[1]);
+  }
+  __device__ float p1(float v0, float v1) const {
+    return pick(v0, v1, at[2]);
+  }
+  __device__ float p2(float v0, float v1) const {
+    return pick(v0, v1, at[3]);
+  }
+  __device__ float p3(float v0, float v1) const {
+    return pick(v0, v1, at[4]);
+  }
+};
+
+// One warp's strip of column pairs: front_strip's walk, each step for both columns. Arrays and
+// row offsets as front_strip's; a trailing 0 or 1 names the column (x or x + 1). `w0`, `w1`:
+// this lane writes column x, x + 1 (x + 1 < w; both, for every writing lane, when !EDGE).
+template <int ROWS, bool EDGE, class Sink>
+__device__ __forceinline__ void front_strip_pairs(const ImageView<const float>& src,
+                                                  const ImageView<float>& blur,
+                                                  const ImageView<float>& dst, float k, float thr,
+                                                  int x, int base, int y0, bool w0, bool w1,
+                                                  const Sink& sink) {
+  constexpr int N = ROWS + 2 * FRONT_HALO;  // input rows walked
+  const int w = src.width, h = src.height;
+  const bool top = EDGE && y0 == 0;
+  const PairNeighbours<EDGE> nb(x, base, w);
+  int xs[6];  // the taps x-2..x+3, clamped (at a border; inside, three 8-byte loads from x - 2)
+#pragma unroll
+  for (int i = 0; i < 6; ++i) xs[i] = EDGE ? clampi(x + i - BLUR_R, 0, w - 1) : x + i - BLUR_R;
+  float bh0[N], d0[ROWS + 8], s0[ROWS + 8], ha0[ROWS + 6], hb0[ROWS + 6], hc0[ROWS + 6];
+  float bh1[N], d1[ROWS + 8], s1[ROWS + 8], ha1[ROWS + 6], hb1[ROWS + 6], hc1[ROWS + 6];
+  float rm0[ROWS + 4], centre0[ROWS + 4], rm1[ROWS + 4], centre1[ROWS + 4];
+  char* blur_out = reinterpret_cast<char*>(blur.row(y0) + x);
+  char* dst_out = reinterpret_cast<char*>(dst.row(y0) + x);
+  uint32_t kept0 = 0, kept1 = 0;  // bit y: a non-zero NMS value written in row y0 + y
+#pragma unroll
+  for (int t = 0; t < N; ++t) {
+    const int yr = y0 - FRONT_HALO + t;
+    const float* row = src.row(EDGE ? clampi(yr, 0, h - 1) : yr);
+    float tap[6];
+    if (EDGE) {
+#pragma unroll
+      for (int i = 0; i < 6; ++i) tap[i] = __ldg(row + xs[i]);
+    } else {
+      const float2* p = reinterpret_cast<const float2*>(row + xs[0]);
+      const float2 a = __ldg(p), b = __ldg(p + 1), c = __ldg(p + 2);
+      tap[0] = a.x, tap[1] = a.y, tap[2] = b.x, tap[3] = b.y, tap[4] = c.x, tap[5] = c.y;
+    }
+    bh0[t] = gauss5_dot(tap[0], tap[1], tap[2], tap[3], tap[4]);
+    bh1[t] = gauss5_dot(tap[1], tap[2], tap[3], tap[4], tap[5]);
+    if (t >= 4) {  // blur of row y0 + t - 8, then sobel's row filters of it
+      const int y = t - 8, i = t - 4;
+      const float b0 = gauss5_dot(bh0[t - 4], bh0[t - 3], bh0[t - 2], bh0[t - 1], bh0[t]);
+      const float b1 = gauss5_dot(bh1[t - 4], bh1[t - 3], bh1[t - 2], bh1[t - 1], bh1[t]);
+      if (y >= 0 && y < ROWS) {
+        if (EDGE) {
+          if (w0 && y0 + y < h) reinterpret_cast<float*>(blur_out)[0] = b0;
+          if (w1 && y0 + y < h) reinterpret_cast<float*>(blur_out)[1] = b1;
+        } else if (w0) {
+          *reinterpret_cast<float2*>(blur_out) = make_float2(b0, b1);
+        }
+        blur_out += blur.pitch;
+      }
+      const float a0 = nb.m1(b0, b1), c0 = nb.p1(b0, b1);  // column x's neighbours
+      const float c1 = nb.p2(b0, b1);                      // x + 1's: x and x + 2
+      d0[i] = sobel_row_d(a0, c0), s0[i] = sobel_row_s(a0, b0, c0);
+      d1[i] = sobel_row_d(b0, c1), s1[i] = sobel_row_s(b0, b1, c1);
+      if (EDGE && i > 0 && y0 + y >= h) d0[i] = d0[i - 1], s0[i] = s0[i - 1];
+      if (EDGE && i > 0 && y0 + y >= h) d1[i] = d1[i - 1], s1[i] = s1[i - 1];
+      if (EDGE && y == 0 && top) d0[i - 1] = d0[i], s0[i - 1] = s0[i];
+      if (EDGE && y == 0 && top) d1[i - 1] = d1[i], s1[i - 1] = s1[i];
+    }
+    if (t >= 6) {  // the gradients of row y0 + t - 9, then Harris's sums along the row
+      const int y = t - 9, i = y + 4, j = y + 3;
+      const float gx0 = sobel_col_gx(d0[i - 1], d0[i], d0[i + 1]);
+      const float gy0 = sobel_col_gy(s0[i - 1], s0[i + 1]);
+      const float gx1 = sobel_col_gx(d1[i - 1], d1[i], d1[i + 1]);
+      const float gy1 = sobel_col_gy(s1[i - 1], s1[i + 1]);
+      float a0 = 0.0f, bb0 = 0.0f, cc0 = 0.0f, a1 = 0.0f, bb1 = 0.0f, cc1 = 0.0f;
+      harris_add_tap(nb.m1(gx0, gx1), nb.m1(gy0, gy1), a0, bb0, cc0);
+      harris_add_tap(gx0, gy0, a0, bb0, cc0);
+      harris_add_tap(nb.p1(gx0, gx1), nb.p1(gy0, gy1), a0, bb0, cc0);
+      harris_add_tap(gx0, gy0, a1, bb1, cc1);
+      harris_add_tap(gx1, gy1, a1, bb1, cc1);
+      harris_add_tap(nb.p2(gx0, gx1), nb.p2(gy0, gy1), a1, bb1, cc1);
+      ha0[j] = a0, hb0[j] = bb0, hc0[j] = cc0;
+      ha1[j] = a1, hb1[j] = bb1, hc1[j] = cc1;
+      if (EDGE && j > 0 && y0 + y >= h) {
+        ha0[j] = ha0[j - 1], hb0[j] = hb0[j - 1], hc0[j] = hc0[j - 1];
+        ha1[j] = ha1[j - 1], hb1[j] = hb1[j - 1], hc1[j] = hc1[j - 1];
+      }
+      if (EDGE && y == 0 && top) {
+        ha0[j - 1] = ha0[j], hb0[j - 1] = hb0[j], hc0[j - 1] = hc0[j];
+        ha1[j - 1] = ha1[j], hb1[j - 1] = hb1[j], hc1[j - 1] = hc1[j];
+      }
+    }
+    if (t >= 8) {  // the response of row y0 + t - 10, then its maximum over x-2..x+2
+      const int y = t - 10, j = y + 3, i = y + 2;
+      const float r0 = harris_from_rows(ha0[j - 1], ha0[j], ha0[j + 1], hb0[j - 1], hb0[j],
+                                        hb0[j + 1], hc0[j - 1], hc0[j], hc0[j + 1], k);
+      const float r1 = harris_from_rows(ha1[j - 1], ha1[j], ha1[j + 1], hb1[j - 1], hb1[j],
+                                        hb1[j + 1], hc1[j - 1], hc1[j], hc1[j + 1], k);
+      centre0[i] = r0, centre1[i] = r1;
+      const float m1 = nb.m1(r0, r1), p2 = nb.p2(r0, r1);
+      rm0[i] = max5(nb.m2(r0, r1), m1, r0, nb.p1(r0, r1), p2);
+      rm1[i] = max5(m1, r0, r1, p2, nb.p3(r0, r1));
+      if (EDGE && i > 0 && y0 + y >= h) rm0[i] = rm0[i - 1], rm1[i] = rm1[i - 1];
+      if (EDGE && y == 0 && top) {
+        rm0[i - 1] = rm0[i], rm0[i - 2] = rm0[i];
+        rm1[i - 1] = rm1[i], rm1[i - 2] = rm1[i];
+      }
+    }
+    if (t >= 12) {  // NMS of row y0 + t - 12: the maximum over rows y-2..y+2
+      const int y = t - 12, i = y + 2;
+      const float v0 =
+          nms_keep(centre0[i], max5(rm0[i - 2], rm0[i - 1], rm0[i], rm0[i + 1], rm0[i + 2]), thr);
+      const float v1 =
+          nms_keep(centre1[i], max5(rm1[i - 2], rm1[i - 1], rm1[i], rm1[i + 1], rm1[i + 2]), thr);
+      const bool row_in = !EDGE || y0 + y < h;
+      if (EDGE) {
+        if (w0 && row_in) reinterpret_cast<float*>(dst_out)[0] = v0;
+        if (w1 && row_in) reinterpret_cast<float*>(dst_out)[1] = v1;
+      } else if (w0) {
+        *reinterpret_cast<float2*>(dst_out) = make_float2(v0, v1);
+      }
+      dst_out += dst.pitch;
+      if (w0 && row_in && v0 != 0.0f) kept0 |= 1u << y;
+      if (w1 && row_in && v1 != 0.0f) kept1 |= 1u << y;
+    }
+  }
+  sink(dst, x, y0, kept0, kept1);  // by the whole warp
+}
+
+// v5's kernel with a lane on two columns: blocks of 32 n x 1, n warps side by side on 56
+// columns each. The 8-byte loads and stores need 8-byte aligned rows in all three planes; the
+// launch checks (front_pairs_aligned) and falls back to v5's kernel.
+template <int ROWS, class Sink>
+__global__ void __launch_bounds__(256)
+    nms_v6_front_pairs_kernel(ImageView<const float> src, ImageView<float> blur,
+                              ImageView<float> dst, float k, float thr, Sink sink) {
+  static_assert(ROWS >= FRONT_HALO, "only the top strip may start above the image");
+  static_assert(ROWS <= 32, "a strip's survivors are marked in one 32-bit word");
+  const int w = src.width, h = src.height;
+  const int lane = threadIdx.x & 31;
+  const int warps = blockDim.x >> 5;
+  const int block_x = blockIdx.x * warps * PAIR_COLS - 2 * PAIR_APRON;  // even
+  const int base = block_x + (threadIdx.x >> 5) * PAIR_COLS;
+  const int x = base + 2 * lane;
+  const int y0 = blockIdx.y * ROWS;
+  const bool inner = lane >= PAIR_APRON && lane < 32 - PAIR_APRON;  // then x >= 0
+  const bool w0 = inner && x < w, w1 = inner && x + 1 < w;
+  // Does anything of the block's strips (blur's taps included) cross a border?
+  const bool edge = y0 == 0 || y0 + ROWS + FRONT_HALO > h || block_x - BLUR_R < 0 ||
+                    block_x + warps * PAIR_COLS + 4 * PAIR_APRON - 1 + BLUR_R > w - 1;
+  if (edge)
+    front_strip_pairs<ROWS, true>(src, blur, dst, k, thr, x, base, y0, w0, w1, sink);
+  else
+    front_strip_pairs<ROWS, false>(src, blur, dst, k, thr, x, base, y0, w0, w1, sink);
+}
+
+// The planes' rows are 8-byte aligned: v6's vector loads and stores may be used.
+inline __host__ __device__ bool front_pairs_aligned(const void* a, const void* b, const void* c,
+                                                    size_t pa, size_t pb, size_t pc) {
+  return ((reinterpret_cast<size_t>(a) | reinterpret_cast<size_t>(b) | reinterpret_cast<size_t>(c) |
+           pa | pb | pc) &
+          7u) == 0;
 }
 
 }  // namespace lab::ops::LAB_MATH_NS

@@ -25,6 +25,11 @@
 //                  default four kernels' result (front_kernels.cuh says how). Against the CPU:
 //                  the blur plane within blur's bound; the NMS map exact except where the CPU's
 //                  own Harris response is a near tie (below).
+//   v6_front_pairs v5 with a lane on two adjacent columns: v5 is bound by its instructions, and
+//                  a third of them go to the apron (8 of 32 lanes) and to taps and neighbours
+//                  fetched for one column at a time. Here 56 of a warp's 64 columns are
+//                  outputs, two columns' six taps are three 8-byte loads and their neighbours
+//                  half v5's shuffles per column. v5's bytes, at 114 registers (v5: 80).
 //
 // v5's comparison. The GPU's Harris response differs from the CPU chain's by up to harris's
 // bound tau (1e-5 of max|R|; blur and sobel round alike on both sides but for FMA contraction,
@@ -217,6 +222,19 @@ static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
          front_k(a.params), threshold_of(a), FrontNoSink{});
 }
 
+// v6: block.x / 32 warps side by side, each on PAIR_COLS (56) output columns of FRONT_ROWS rows;
+// v5's kernel where a plane's rows are not 8-byte aligned (never, for the lab's pitched planes).
+static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
+  const auto src = a.in[0].view<const float>();
+  const auto blur = a.out[1].view<float>(), dst = a.out[0].view<float>();
+  if (!front_pairs_aligned(src.data, blur.data, dst.data, src.pitch, blur.pitch, dst.pitch))
+    return launch_v5(ctx, a);
+  launch(ctx, "nms_v6_front_pairs", nms_v6_front_pairs_kernel<FRONT_ROWS, FrontNoSink>,
+         front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS),
+         dim3(a.block.x, a.block.y), 0, src, blur, dst, front_k(a.params), threshold_of(a),
+         FrontNoSink{});
+}
+
 static size_t v2_smem(Block b) {
   return sizeof(float) * (size_t(b.y + 4) * (b.x + 5) + size_t(b.y + 4) * (b.x + 1));
 }
@@ -263,16 +281,27 @@ OpDef nms_op() {
        "sum / 3.3); on the H200 the planes live in the L2, so the gain is three launches and the "
        "L2 round trips, less the recomputed aprons (24 of 32 lanes write; 28 rows walked per 16 "
        "outputs)"},
+      {"v6_front_pairs",
+       "v5 with a lane on two adjacent columns: 56 of a warp's 64 columns written, not 24 of "
+       "32; three 8-byte loads per row for two columns' taps, not ten; half the shuffles",
+       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v6, nullptr,
+       {"blur", "sobel", "harris"}, {"letterbox"}, nms_front_reference,
+       "as v5_fused_front: the blur plane within blur's bound and the NMS map exact but at near "
+       "ties of the CPU's Harris response; on the GPU v5's bytes (the four default kernels')",
+       "v5 issues in 65-70 % of its slots with DRAM 29 % busy at 4K: its instructions bound "
+       "it, and a third go to aprons and to taps and neighbours fetched once per column; pairs "
+       "cut them by a quarter or more, but at 114 registers an SM holds 16 warps, not 24, and "
+       "a small frame has too few of them"},
   };
   // clang-format on
-  {  // v5 also writes blur (sample reads it), from the letterbox plane: its own slots and check
-    VariantDef& v5 = op.variants.back();
-    v5.outputs = {slots::kNms, "blur"};
-    v5.shape = nms_front_shape;
-    v5.compare = nms_front_compare;
+  for (VariantDef& v : op.variants) {  // v5 and v6 also write blur (sample reads it), from the
+    if (v.launch != launch_v5 && v.launch != launch_v6) continue;  // letterbox plane: their own
+    v.outputs = {slots::kNms, "blur"};                             // slots and check
+    v.shape = nms_front_shape;
+    v.compare = nms_front_compare;
   }
-  // v4 also reads the optional second score map, which a live kernel does not get; v5 reads and
-  // writes other slots than nms's.
+  // v4 also reads the optional second score map, which a live kernel does not get; v5 and v6
+  // read and write other slots than nms's.
   set_live_copy(op, "v1_ldg", "nms_v1_ldg_kernel(in[0], out[0], p.v[0])");  // p.v[0]: threshold
   set_live_copy(op, "v2_smem_tile",
                 "nms_v2_smem_tile_kernel<LAB_BLOCK_X, LAB_BLOCK_Y>(in[0], out[0], p.v[0])", 1, 1,

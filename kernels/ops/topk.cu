@@ -56,12 +56,12 @@
 //   v9_listed_front  exact: v4 to v8 read the NMS map once more only to find its survivors,
 //                    which the NMS kernel had in its registers. v9 does the dense front's work
 //                    itself (nms v5's kernel: blur, sobel, harris and nms from the letterbox
-//                    plane, those stages skipped) and lists each survivor's key as it writes the
-//                    map: one ballot per warp and row, one global atomic per warp that has
-//                    survivors. The selection then reads only the list: v7's select and binned
-//                    rank in a plain launch, no compaction pass and no grid-wide barrier. The
-//                    NMS map and the blur plane are still written (sample reads blur; the map
-//                    is what check holds to the CPU chain). K over 8192: v2 on the map.
+//                    plane, those stages skipped) and lists the survivors' keys once a strip of
+//                    the map is written: one scan per warp and strip, one global atomic per
+//                    warp that has survivors. The selection then reads only the list: v7's select
+//                    and binned rank in a plain launch, no compaction pass and no grid-wide
+//                    barrier. The NMS map and the blur plane are still written (sample reads blur;
+//                    the map is what check holds to the CPU chain). K over 8192: v2 on the map.
 //   v10_counted_rank exact: v9's select and rank take 11-18 us for a few thousand keys, and ncu
 //                    puts half of it in the bookkeeping of 8,192 bins (a scan over them, the bin
 //                    starts) that a real image fills a few dozen of. v10 keeps v9's front and
@@ -71,6 +71,12 @@
 //                    survivors, ~150 per thread over the GPU, each read a broadcast). No
 //                    histogram walk, no select, no atomics on a bin, three barriers; what is left
 //                    is two L2 round trips. Past 8,192 survivors (n^2 grows): v9's selection.
+//   v11_pair_front   exact: v10 with nms v6's front (a lane on two adjacent columns: 56 of a
+//                    warp's 64 columns are outputs, not 24 of 32; 8-byte loads and stores; half
+//                    the shuffles per column) where it pays: it has half v5's warps per SM and
+//                    2.3x fewer in all, so only a frame that fills the GPU with them twice over
+//                    gains (3200x1800 and up on the H200); below, v5's front. The front is most
+//                    of v10's time at 4K. The same list, rank and output.
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
 #include <cooperative_groups.h>
@@ -79,6 +85,7 @@
 #include <cub/device/device_segmented_sort.cuh>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -768,14 +775,17 @@ __global__ void __launch_bounds__(kV4Threads)
 // survivor. Once a strip is written, the warp reserves room for all its survivors with one
 // atomic (a scan of the lanes' counts), and each lane reads its survivors' values back from the
 // map it wrote (its own writes, so it sees them; a few per strip, most strips none), lists their
-// keys and counts them in the level-0 histogram.
+// keys and counts them in the level-0 histogram. The read is __ldcg: from a plain load the
+// compiler forwards the values the strip stored, and holds all of them in registers through the
+// strip (v11's front took 157 registers that way, 128 with __ldcg).
 struct TopkListSink {
   TopkV4Scratch* sc;
   uint64_t* list;
   uint32_t width;
-  __device__ void operator()(const ImageView<float>& map, int x, int y0, uint32_t kept) const {
+  __device__ void operator()(const ImageView<float>& map, int x, int y0, uint32_t kept,
+                             uint32_t kept_next) const {
     const int lane = int(threadIdx.x) & 31;
-    const uint32_t mine = uint32_t(__popc(kept));
+    const uint32_t mine = uint32_t(__popc(kept) + __popc(kept_next));
     uint32_t upto = mine;  // inclusive scan of the lanes' counts
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -787,9 +797,14 @@ struct TopkListSink {
     uint32_t base = 0;
     if (lane == 31) base = atomicAdd(&sc->count, total);
     base = __shfl_sync(0xFFFFFFFFu, base, 31) + upto - mine;
+    list_column(map, x, y0, kept, base);
+    list_column(map, x + 1, y0, kept_next, base);  // nothing for v5's front (kept_next = 0)
+  }
+  __device__ void list_column(const ImageView<float>& map, int x, int y0, uint32_t kept,
+                              uint32_t& base) const {
     for (uint32_t r = kept; r; r &= r - 1) {
       const int y = y0 + __ffs(r) - 1;
-      const uint64_t key = topk_key(map.row(y)[x], uint32_t(y) * width + uint32_t(x));
+      const uint64_t key = topk_key(__ldcg(map.row(y) + x), uint32_t(y) * width + uint32_t(x));
       list[base++] = key;
       atomicAdd(&sc->hist[uint32_t(key >> kV4Shift)], 1u);
     }
@@ -1212,23 +1227,51 @@ static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
 
 // v9 and v10: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane. The front
 // lists the survivors; `rank` selects and ranks them.
+// v11's choice of front: nms v6's pairs when their blocks fill the GPU at least twice over, else
+// v5's. A pair front has 2/3 of v5's warps per SM (128 registers) and 2.3x fewer warps in all.
+// nms v6 against v5 on graf1.png (H200, fourteenth session): 6 % faster at 3840x2160 (4.5 such
+// waves), 4 % at 3200x1800 (3.1), even at 2560x1440 (1.96), 10 % slower at 1920x1080 (1.2) and
+// 19 % at 1280x736 (0.5).
+static bool pair_front_pays(int width, int height, Block block) {
+  static std::atomic<int> resident[9] = {};  // blocks per SM, by warps per block (1..8)
+  const int warps = int(block.x / 32);
+  if (warps < 1 || warps > 8) return false;
+  int per_sm = resident[warps].load(std::memory_order_relaxed);
+  if (per_sm == 0) {
+    LAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink>, int(block.x), 0));
+    resident[warps].store(per_sm = std::max(per_sm, 1), std::memory_order_relaxed);
+  }
+  const dim3 g = front_grid(width, height, block, PAIR_COLS, FRONT_ROWS);
+  return double(g.x) * g.y >= 2.0 * per_sm * std::max(1, device_info().sms);
+}
+
+// `pairs`: nms v6's front where it pays (v11), else v5's (v9, v10); v5's too where the planes'
+// rows are not 8-byte aligned (never, for the lab's pitched planes).
 using ListedRankKernel = void (*)(const TopkV4Scratch*, const uint64_t*, uint32_t, uint32_t,
                                   ImageView<float>);
 static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* name,
-                          ListedRankKernel rank) {
+                          ListedRankKernel rank, bool pairs = false) {
   const auto src = a.in[0].view<const float>();
   const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
   const auto kp = a.out[0].view<float>();
   const uint32_t n = uint32_t(src.width) * uint32_t(src.height), k = uint32_t(kp.width);
-  const dim3 grid = front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS);
   const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
   const dim3 block(a.block.x, a.block.y);
   // Scratch slots 4 and 5: v2's path below uses 0 to 3.
   auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 4));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * n, 5));
   LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
-  launch(ctx, "topk_front_listed", nms_v5_fused_front_kernel<FRONT_ROWS, TopkListSink>, grid, block,
-         0, src, blur, map, hk, thr, TopkListSink{sc, list, uint32_t(src.width)});
+  const TopkListSink sink{sc, list, uint32_t(src.width)};
+  if (pairs && pair_front_pays(src.width, src.height, a.block) &&
+      front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch))
+    launch(ctx, "topk_pair_front_listed", nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink>,
+           front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS), block, 0, src, blur,
+           map, hk, thr, sink);
+  else
+    launch(ctx, "topk_front_listed", nms_v5_fused_front_kernel<FRONT_ROWS, TopkListSink>,
+           front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS), block, 0, src, blur,
+           map, hk, thr, sink);
   if (k > kV4Cap || !topk_optin().v4) {  // v2's exact path on the map; the list goes unread
     StageArgs v2 = a;
     v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
@@ -1244,6 +1287,10 @@ static void launch_v9(LaunchContext& ctx, const StageArgs& a) {
 
 static void launch_v10(LaunchContext& ctx, const StageArgs& a) {
   launch_listed(ctx, a, "topk_counted_rank", topk_counted_rank_kernel);
+}
+
+static void launch_v11(LaunchContext& ctx, const StageArgs& a) {
+  launch_listed(ctx, a, "topk_counted_rank", topk_counted_rank_kernel, true);
 }
 
 // ---- variant table ---------------------------------------------------------------------------
@@ -1316,10 +1363,21 @@ OpDef topk_op() {
        "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
        "v9's select and rank spend half their time on 8,192 bins a real image fills a few dozen "
        "of; counting every pair of 4,416 keys is 19.5 M comparisons, ~150 per thread"},
+      {"v11_pair_front",
+       "exact: v10 with nms v6's front (a lane on two adjacent columns: 56 of a warp's 64 "
+       "columns written, not 24 of 32; half the loads and shuffles per column) where its warps "
+       "fill the GPU twice over (3200x1800 and up on the H200), else v5's",
+       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v11, nullptr,
+       {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
+       "as v10_counted_rank: the map and the blur plane against the CPU chain as "
+       "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
+       "the front is bound by its instructions, a third of them on aprons and on taps and "
+       "neighbours fetched once per column: pairs of columns cut them, at 128 registers (v10: 80)"},
   };
   // clang-format on
-  for (VariantDef& v : op.variants) {  // v9 and v10 write the front's slots too, from the
-    if (v.launch != launch_v9 && v.launch != launch_v10) continue;  // letterbox plane
+  for (VariantDef& v : op.variants) {  // v9 to v11 write the front's slots too, from the
+    if (v.launch != launch_v9 && v.launch != launch_v10 && v.launch != launch_v11)
+      continue;  // letterbox plane
     v.outputs = {slots::kKeypoints, slots::kNms, "blur"};
     v.shape = topk_front_shape;
     v.compare = topk_front_compare;
