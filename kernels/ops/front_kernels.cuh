@@ -170,8 +170,9 @@ __global__ void __launch_bounds__(256)
 // operands in the same order (only the maxima take their operands in another order, which is
 // exact), so both planes are v5's, and the four default kernels', bit for bit. The cost: a lane
 // keeps two columns' windows (114 registers, v5 80: 16 warps per SM, not 24), 2.3x fewer warps
-// in all, and twice the code (ncu at 4K: 30 % fewer instructions than v5, but issue slots 54-59 %
-// busy, not 70 %: instruction-cache misses and fewer warps to hide latency; 6 % faster).
+// in all, and twice the code: at 3840x2160 ncu counted 30 % fewer instructions than v5's but
+// issue slots 54-59 % busy (v5 70 %), the top stall an instruction-cache miss, until the blocks
+// ran interior first (FrontOrder below).
 constexpr int PAIR_APRON = 2;                         // apron lanes on each side of a warp
 constexpr int PAIR_COLS = 2 * (32 - 2 * PAIR_APRON);  // output columns per warp
 
@@ -339,22 +340,86 @@ __device__ __forceinline__ void front_strip_pairs(const ImageView<const float>& 
   sink(dst, x, y0, kept0, kept1);  // by the whole warp
 }
 
+// The order nms v6's blocks run in: the grid's blocks (gx x gy) in launch order are first
+// the interior ones, columns [bx0, bx1) of rows [by0, by1) (no border within their reach: the
+// non-EDGE path), then the others (the EDGE path), so that for most of the launch an SM runs
+// one of the two unrolled paths, not both. The pair kernel's two paths are twice v5's code, and
+// run side by side (a border block in every row of blocks) they missed in the instruction cache
+// (ncu: the top stall at 3840x2160).
+struct FrontOrder {
+  int gx = 0, gy = 0, bx0 = 0, bx1 = 0, by0 = 0, by1 = 0;
+};
+
+// For a grid of ROWS-row strips, `warps` warps of `cols` columns each per block, of a w x h image.
+inline FrontOrder front_order(int w, int h, int warps, int cols, int rows, int apron_cols,
+                              unsigned gx, unsigned gy) {
+  FrontOrder o;
+  o.gx = int(gx), o.gy = int(gy);
+  auto edge_y = [&](int by) { return by == 0 || by * rows + rows + FRONT_HALO > h; };
+  auto edge_x = [&](int bx) {
+    const int block_x = bx * warps * cols - apron_cols;
+    return block_x - BLUR_R < 0 || block_x + warps * cols + 2 * apron_cols - 1 + BLUR_R > w - 1;
+  };
+  int bx0 = 0, by0 = 0;
+  while (bx0 < o.gx && edge_x(bx0)) ++bx0;
+  while (by0 < o.gy && edge_y(by0)) ++by0;
+  int bx1 = bx0, by1 = by0;
+  while (bx1 < o.gx && !edge_x(bx1)) ++bx1;
+  while (by1 < o.gy && !edge_y(by1)) ++by1;
+  if (bx1 > bx0 && by1 > by0) o.bx0 = bx0, o.bx1 = bx1, o.by0 = by0, o.by1 = by1;
+  return o;
+}
+
+// The pair front's order for its grid, of blocks of `warps` warps.
+inline FrontOrder pair_order(int w, int h, int warps, dim3 grid) {
+  return front_order(w, h, warps, PAIR_COLS, FRONT_ROWS, 2 * PAIR_APRON, grid.x, grid.y);
+}
+
+// The block this one is in `o`'s order: the interior rectangle row by row, then the rows above
+// it, the columns either side of it, and the rows below it.
+__device__ __forceinline__ void front_block(const FrontOrder& o, int& bx, int& by) {
+  int i = int(blockIdx.y) * o.gx + int(blockIdx.x);
+  const int iw = o.bx1 - o.bx0, ih = o.by1 - o.by0;
+  if (i < iw * ih) {
+    bx = o.bx0 + i % iw, by = o.by0 + i / iw;
+    return;
+  }
+  i -= iw * ih;
+  if (i < o.by0 * o.gx) {
+    bx = i % o.gx, by = i / o.gx;
+    return;
+  }
+  i -= o.by0 * o.gx;
+  const int side = o.gx - iw;
+  if (i < side * ih) {
+    const int c = i % side;
+    bx = c < o.bx0 ? c : o.bx1 + c - o.bx0, by = o.by0 + i / side;
+    return;
+  }
+  i -= side * ih;
+  bx = i % o.gx, by = o.by1 + i / o.gx;
+}
+
 // v5's kernel with a lane on two columns: blocks of 32 n x 1, n warps side by side on 56
-// columns each. The 8-byte loads and stores need 8-byte aligned rows in all three planes; the
-// launch checks (front_pairs_aligned) and falls back to v5's kernel.
-template <int ROWS, class Sink>
+// columns each, in the order `order` gives (ORDERED), else in launch order. The 8-byte loads and
+// stores need 8-byte aligned rows in all three planes; the launch checks (front_pairs_aligned)
+// and falls back to v5's kernel.
+template <int ROWS, class Sink, bool ORDERED>
 __global__ void __launch_bounds__(256)
     nms_v6_front_pairs_kernel(ImageView<const float> src, ImageView<float> blur,
-                              ImageView<float> dst, float k, float thr, Sink sink) {
+                              ImageView<float> dst, float k, float thr, Sink sink,
+                              FrontOrder order) {
   static_assert(ROWS >= FRONT_HALO, "only the top strip may start above the image");
   static_assert(ROWS <= 32, "a strip's survivors are marked in one 32-bit word");
   const int w = src.width, h = src.height;
   const int lane = threadIdx.x & 31;
   const int warps = blockDim.x >> 5;
-  const int block_x = blockIdx.x * warps * PAIR_COLS - 2 * PAIR_APRON;  // even
+  int bx = int(blockIdx.x), by = int(blockIdx.y);
+  if (ORDERED) front_block(order, bx, by);
+  const int block_x = bx * warps * PAIR_COLS - 2 * PAIR_APRON;  // even
   const int base = block_x + (threadIdx.x >> 5) * PAIR_COLS;
   const int x = base + 2 * lane;
-  const int y0 = blockIdx.y * ROWS;
+  const int y0 = by * ROWS;
   const bool inner = lane >= PAIR_APRON && lane < 32 - PAIR_APRON;  // then x >= 0
   const bool w0 = inner && x < w, w1 = inner && x + 1 < w;
   // Does anything of the block's strips (blur's taps included) cross a border?

@@ -29,7 +29,9 @@
 //                  a third of them go to the apron (8 of 32 lanes) and to taps and neighbours
 //                  fetched for one column at a time. Here 56 of a warp's 64 columns are
 //                  outputs, two columns' six taps are three 8-byte loads and their neighbours
-//                  half v5's shuffles per column. v5's bytes, at 114 registers (v5: 80).
+//                  half v5's shuffles per column. v5's bytes, at 114 registers (v5: 80). Its
+//                  two unrolled paths (inside, at a border) are twice v5's code: its interior
+//                  blocks run first, the border ones after, so that an SM runs one at a time.
 //
 // v5's comparison. The GPU's Harris response differs from the CPU chain's by up to harris's
 // bound tau (1e-5 of max|R|; blur and sobel round alike on both sides but for FMA contraction,
@@ -229,10 +231,10 @@ static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
   const auto blur = a.out[1].view<float>(), dst = a.out[0].view<float>();
   if (!front_pairs_aligned(src.data, blur.data, dst.data, src.pitch, blur.pitch, dst.pitch))
     return launch_v5(ctx, a);
-  launch(ctx, "nms_v6_front_pairs", nms_v6_front_pairs_kernel<FRONT_ROWS, FrontNoSink>,
-         front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS),
+  const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
+  launch(ctx, "nms_v6_front_pairs", nms_v6_front_pairs_kernel<FRONT_ROWS, FrontNoSink, true>, grid,
          dim3(a.block.x, a.block.y), 0, src, blur, dst, front_k(a.params), threshold_of(a),
-         FrontNoSink{});
+         FrontNoSink{}, pair_order(src.width, src.height, int(a.block.x / 32), grid));
 }
 
 static size_t v2_smem(Block b) {
@@ -283,7 +285,8 @@ OpDef nms_op() {
        "outputs)"},
       {"v6_front_pairs",
        "v5 with a lane on two adjacent columns: 56 of a warp's 64 columns written, not 24 of "
-       "32; three 8-byte loads per row for two columns' taps, not ten; half the shuffles",
+       "32; three 8-byte loads per row for two columns' taps, not ten; half the shuffles; the "
+       "interior blocks first",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v6, nullptr,
        {"blur", "sobel", "harris"}, {"letterbox"}, nms_front_reference,
        "as v5_fused_front: the blur plane within blur's bound and the NMS map exact but at near "

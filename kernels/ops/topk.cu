@@ -73,7 +73,7 @@
 //                    is two L2 round trips. Past 8,192 survivors (n^2 grows): v9's selection.
 //   v11_pair_front   exact: v10 with nms v6's front (a lane on two adjacent columns: 56 of a
 //                    warp's 64 columns are outputs, not 24 of 32; 8-byte loads and stores; half
-//                    the shuffles per column) where it pays: it has half v5's warps per SM and
+//                    the shuffles per column) where it pays: it has 2/3 of v5's warps per SM and
 //                    2.3x fewer in all, so only a frame that fills the GPU with them twice over
 //                    gains (3200x1800 and up on the H200); below, v5's front. The front is most
 //                    of v10's time at 4K. The same list, rank and output.
@@ -1225,13 +1225,12 @@ static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
                      dim3(kV4Threads), kV4Smem, io.s, io.n, sc, list, cand, io.k, io.kp);
 }
 
-// v9 and v10: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane. The front
-// lists the survivors; `rank` selects and ranks them.
-// v11's choice of front: nms v6's pairs when their blocks fill the GPU at least twice over, else
-// v5's. A pair front has 2/3 of v5's warps per SM (128 registers) and 2.3x fewer warps in all.
-// nms v6 against v5 on graf1.png (H200, fourteenth session): 6 % faster at 3840x2160 (4.5 such
-// waves), 4 % at 3200x1800 (3.1), even at 2560x1440 (1.96), 10 % slower at 1920x1080 (1.2) and
-// 19 % at 1280x736 (0.5).
+// v11's choice of front: nms v6's pairs (in launch order, below) when their blocks fill the GPU
+// at least twice over, else v5's. A pair front has 2/3 of v5's warps per SM (128 registers) and
+// 2.3x fewer warps in all, so a small frame leaves SMs short of warps. v6's kernel in launch
+// order against v5 on graf1.png (H200, fourteenth session, BENCHMARKS.md): 6 % faster at
+// 3840x2160 (4.5 such waves), 4 % at 3200x1800 (3.1), level at 2560x1440 (1.96), 10 % slower at
+// 1920x1080 (1.2) and 19 % at 1280x736 (0.5).
 static bool pair_front_pays(int width, int height, Block block) {
   static std::atomic<int> resident[9] = {};  // blocks per SM, by warps per block (1..8)
   const int warps = int(block.x / 32);
@@ -1239,15 +1238,17 @@ static bool pair_front_pays(int width, int height, Block block) {
   int per_sm = resident[warps].load(std::memory_order_relaxed);
   if (per_sm == 0) {
     LAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink>, int(block.x), 0));
+        &per_sm, nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink, false>, int(block.x), 0));
     resident[warps].store(per_sm = std::max(per_sm, 1), std::memory_order_relaxed);
   }
   const dim3 g = front_grid(width, height, block, PAIR_COLS, FRONT_ROWS);
   return double(g.x) * g.y >= 2.0 * per_sm * std::max(1, device_info().sms);
 }
 
-// `pairs`: nms v6's front where it pays (v11), else v5's (v9, v10); v5's too where the planes'
-// rows are not 8-byte aligned (never, for the lab's pitched planes).
+// v9 to v11: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane. The front
+// lists the survivors; `rank` selects and ranks them. `pairs`: nms v6's front where it pays
+// (v11), else v5's (v9, v10); v5's too where the planes' rows are not 8-byte aligned (never, for
+// the lab's pitched planes).
 using ListedRankKernel = void (*)(const TopkV4Scratch*, const uint64_t*, uint32_t, uint32_t,
                                   ImageView<float>);
 static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* name,
@@ -1264,14 +1265,20 @@ static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* na
   LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
   const TopkListSink sink{sc, list, uint32_t(src.width)};
   if (pairs && pair_front_pays(src.width, src.height, a.block) &&
-      front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch))
-    launch(ctx, "topk_pair_front_listed", nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink>,
-           front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS), block, 0, src, blur,
-           map, hk, thr, sink);
-  else
+      front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch)) {
+    const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
+    // In launch order, without nms v6's remap to interior blocks first: with the remap this
+    // kernel took 67-71 us at 3840x2160 on graf1.png (58.9 without), interior first or not,
+    // where nms v6 gained 54 -> 50 us from it; why is not established (ncu: 15 % of the warps
+    // resident on average, against 18 %).
+    launch(ctx, "topk_pair_front_listed",
+           nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink, false>, grid, block, 0, src, blur,
+           map, hk, thr, sink, FrontOrder{});
+  } else {
     launch(ctx, "topk_front_listed", nms_v5_fused_front_kernel<FRONT_ROWS, TopkListSink>,
            front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS), block, 0, src, blur,
            map, hk, thr, sink);
+  }
   if (k > kV4Cap || !topk_optin().v4) {  // v2's exact path on the map; the list goes unread
     StageArgs v2 = a;
     v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
@@ -1365,7 +1372,7 @@ OpDef topk_op() {
        "of; counting every pair of 4,416 keys is 19.5 M comparisons, ~150 per thread"},
       {"v11_pair_front",
        "exact: v10 with nms v6's front (a lane on two adjacent columns: 56 of a warp's 64 "
-       "columns written, not 24 of 32; half the loads and shuffles per column) where its warps "
+       "columns written, not 24 of 32; half the loads and shuffles per column) where its blocks "
        "fill the GPU twice over (3200x1800 and up on the H200), else v5's",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v11, nullptr,
        {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
