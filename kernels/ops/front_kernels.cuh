@@ -6,6 +6,7 @@
 
 #include "device_util.cuh"
 #include "front.cuh"  // the expressions of the four default kernels
+#include "front_order.h"
 #include "image_view.h"
 
 namespace lab::ops::LAB_MATH_NS {
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(256)
 // keeps two columns' windows (114 registers, v5 80: 16 warps per SM, not 24), 2.3x fewer warps
 // in all, and twice the code: at 3840x2160 ncu counted 30 % fewer instructions than v5's but
 // issue slots 54-59 % busy (v5 70 %), the top stall an instruction-cache miss, until the blocks
-// ran interior first (FrontOrder below).
+// ran interior first (front_order.h).
 constexpr int PAIR_APRON = 2;                         // apron lanes on each side of a warp
 constexpr int PAIR_COLS = 2 * (32 - 2 * PAIR_APRON);  // output columns per warp
 
@@ -340,64 +341,10 @@ __device__ __forceinline__ void front_strip_pairs(const ImageView<const float>& 
   sink(dst, x, y0, kept0, kept1);  // by the whole warp
 }
 
-// The order nms v6's blocks run in: the grid's blocks (gx x gy) in launch order are first
-// the interior ones, columns [bx0, bx1) of rows [by0, by1) (no border within their reach: the
-// non-EDGE path), then the others (the EDGE path), so that for most of the launch an SM runs
-// one of the two unrolled paths, not both. The pair kernel's two paths are twice v5's code, and
-// run side by side (a border block in every row of blocks) they missed in the instruction cache
-// (ncu: the top stall at 3840x2160).
-struct FrontOrder {
-  int gx = 0, gy = 0, bx0 = 0, bx1 = 0, by0 = 0, by1 = 0;
-};
-
-// For a grid of ROWS-row strips, `warps` warps of `cols` columns each per block, of a w x h image.
-inline FrontOrder front_order(int w, int h, int warps, int cols, int rows, int apron_cols,
-                              unsigned gx, unsigned gy) {
-  FrontOrder o;
-  o.gx = int(gx), o.gy = int(gy);
-  auto edge_y = [&](int by) { return by == 0 || by * rows + rows + FRONT_HALO > h; };
-  auto edge_x = [&](int bx) {
-    const int block_x = bx * warps * cols - apron_cols;
-    return block_x - BLUR_R < 0 || block_x + warps * cols + 2 * apron_cols - 1 + BLUR_R > w - 1;
-  };
-  int bx0 = 0, by0 = 0;
-  while (bx0 < o.gx && edge_x(bx0)) ++bx0;
-  while (by0 < o.gy && edge_y(by0)) ++by0;
-  int bx1 = bx0, by1 = by0;
-  while (bx1 < o.gx && !edge_x(bx1)) ++bx1;
-  while (by1 < o.gy && !edge_y(by1)) ++by1;
-  if (bx1 > bx0 && by1 > by0) o.bx0 = bx0, o.bx1 = bx1, o.by0 = by0, o.by1 = by1;
-  return o;
-}
-
-// The pair front's order for its grid, of blocks of `warps` warps.
+// The pair front's order for its grid, of blocks of `warps` warps (front_order.h).
 inline FrontOrder pair_order(int w, int h, int warps, dim3 grid) {
-  return front_order(w, h, warps, PAIR_COLS, FRONT_ROWS, 2 * PAIR_APRON, grid.x, grid.y);
-}
-
-// The block this one is in `o`'s order: the interior rectangle row by row, then the rows above
-// it, the columns either side of it, and the rows below it.
-__device__ __forceinline__ void front_block(const FrontOrder& o, int& bx, int& by) {
-  int i = int(blockIdx.y) * o.gx + int(blockIdx.x);
-  const int iw = o.bx1 - o.bx0, ih = o.by1 - o.by0;
-  if (i < iw * ih) {
-    bx = o.bx0 + i % iw, by = o.by0 + i / iw;
-    return;
-  }
-  i -= iw * ih;
-  if (i < o.by0 * o.gx) {
-    bx = i % o.gx, by = i / o.gx;
-    return;
-  }
-  i -= o.by0 * o.gx;
-  const int side = o.gx - iw;
-  if (i < side * ih) {
-    const int c = i % side;
-    bx = c < o.bx0 ? c : o.bx1 + c - o.bx0, by = o.by0 + i / side;
-    return;
-  }
-  i -= side * ih;
-  bx = i % o.gx, by = o.by1 + i / o.gx;
+  return front_order(w, h, warps, PAIR_COLS, FRONT_ROWS, 2 * PAIR_APRON, FRONT_HALO, BLUR_R, grid.x,
+                     grid.y);
 }
 
 // v5's kernel with a lane on two columns: blocks of 32 n x 1, n warps side by side on 56
@@ -415,7 +362,7 @@ __global__ void __launch_bounds__(256)
   const int lane = threadIdx.x & 31;
   const int warps = blockDim.x >> 5;
   int bx = int(blockIdx.x), by = int(blockIdx.y);
-  if (ORDERED) front_block(order, bx, by);
+  if (ORDERED) front_block(order, by * order.gx + bx, bx, by);
   const int block_x = bx * warps * PAIR_COLS - 2 * PAIR_APRON;  // even
   const int base = block_x + (threadIdx.x >> 5) * PAIR_COLS;
   const int x = base + 2 * lane;
