@@ -45,7 +45,7 @@ TEST_SUITE("cpu") {
     CHECK(l.code == 0);
     for (const char* s :
          {"letterbox", "blur", "sobel", "harris", "v3_smem_tile", "32x8", "param k"})
-      CHECK_MESSAGE(has(l, s), s);
+      CHECK_MESSAGE(has(l, s), std::string(s));
     const Result j = lab_cli("list --json");
     CHECK(j.code == 0);
     CHECK(has(j, "\"variants\""));
@@ -103,7 +103,7 @@ TEST_SUITE("cpu") {
     CHECK(has(missing, "/nonexistent/photo.png"));
     for (const char* f : {"empty.png", "junk.png", "truncated.png"}) {
       const Result r = lab_cli("check" + kCpu + "--input " + (d / f).string());
-      INFO(f << "\n" << r.out);
+      INFO(std::string(f) << "\n" << r.out);
       CHECK(r.code == 65);
     }
     // Not regular files: a device that never ends and a FIFO that would block.

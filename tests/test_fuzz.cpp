@@ -74,7 +74,7 @@ TEST_SUITE("cpu") {
           "live_options/repro-30000-char-line", "source_spec/repro-camera-sign",
           "preset/repro-100000-deep", "preset/repro-newer-schema", "npy/repro-lying-shape",
           "trial_wire/repro-huge-frame", "preset/repro-schema-1e300"}) {
-      INFO(path);
+      INFO(std::string(path));
       CHECK(fs::is_regular_file(corpus_dir() / path));
     }
   }

@@ -101,7 +101,7 @@ TEST_SUITE("cpu") {
   TEST_CASE("hostile: numbers out of range are usage errors, not wrapped") {
     for (const char* bad : {"--max-pixels -1", "--max-pixels 99999999999999999999999",
                             "--max-pixels 0", "--seed -1", "--seed 1.5"}) {
-      INFO(bad);
+      INFO(std::string(bad));
       const Result r = lab_cli("check" + kCpu + "--input synthetic:32x24 " + bad, 30);
       CHECK(r.code == 64);
     }

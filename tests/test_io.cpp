@@ -443,7 +443,7 @@ TEST_SUITE("cpu") {
   TEST_CASE("load_image PNGs match the stb decoder and cv::imread") {
     for (const char* name : {"astronaut.png", "brick.png", "chessboard.png", "box.png",
                              "box_in_scene.png", "chelsea.png", "coffee.png", "graf1.png"}) {
-      CAPTURE(name);
+      INFO(std::string(name));
       const HostImage img = lab::io::load_image(data_file(name));
       const std::string bytes = read_bytes(data_file(name));
       const HostImage stb = lab::io::detail::decode_with_stb(

@@ -385,7 +385,7 @@ void fused_front_cpu_case(const std::string& file, const std::string& size) {
       CHECK(one->fused_into(kNms).empty());
       CHECK(one->stages()[kNms].outputs() == std::vector<std::string>{"nms", "blur"});
       for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-        CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)), slot);
+        CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)), std::string(slot));
       // The bytes model: one plane read, two written (nms alone: one read, one written).
       const double plane = double(four->read_slot("nms").desc().bytes());
       CHECK(four->stage_bytes(kNms) == 2 * plane);
@@ -419,7 +419,7 @@ void listed_front_cpu_case(const std::string& file, const std::string& size) {
       CHECK_FALSE(one->skipped(kTopk));
       CHECK(one->stages()[kTopk].outputs() == std::vector<std::string>{"keypoints", "nms", "blur"});
       for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-        CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
+        CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), std::string(slot));
       // The bytes model: the letterbox plane read; the keypoints, the map and blur written.
       const double plane = double(five->read_slot("nms").desc().bytes());
       const double kps = double(five->read_slot("keypoints").desc().bytes());
@@ -432,7 +432,7 @@ void listed_front_cpu_case(const std::string& file, const std::string& size) {
                                      {k, "harris.k=0.05"});
       for (size_t i : {kBlur, kSobel, kHarris, kNms}) CHECK(both->fused_into(i) == "topk/" + v);
       for (const char* slot : {"keypoints", "descriptors"})
-        CHECK_MESSAGE(same_bytes(both->read_slot(slot), one->read_slot(slot)), slot);
+        CHECK_MESSAGE(same_bytes(both->read_slot(slot), one->read_slot(slot)), std::string(slot));
     }
 }
 
@@ -658,7 +658,8 @@ TEST_SUITE("gpu") {
               for (size_t i : {kBlur, kSobel, kHarris}) CHECK(one->fused_into(i) == "nms/" + fv);
               CHECK(one->launches().size() + 3 == four->launches().size());
               for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-                CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)), slot);
+                CHECK_MESSAGE(same_bytes(four->read_slot(slot), one->read_slot(slot)),
+                              std::string(slot));
               if (compared) continue;
               // And against the CPU chain, by its comparison rule (once per image, size, math).
               const DiffStats d = one->compare(kNms, one->reference(kNms), m);
@@ -708,7 +709,8 @@ TEST_SUITE("gpu") {
                                             {"topk=" + b.str()});
               for (size_t i : {kBlur, kSobel, kHarris, kNms}) CHECK(one->skipped(i));
               for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-                CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
+                CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)),
+                              std::string(slot));
               if (compared) continue;
               const DiffStats d = one->compare(kTopk, one->reference(kTopk), m);
               CHECK_MESSAGE(d.pass(), d.detail());
@@ -733,7 +735,8 @@ TEST_SUITE("gpu") {
           const auto five = run_pipeline(Backend::Cuda, in, "1280x736", {}, params);
           const auto one = run_pipeline(Backend::Cuda, in, "1280x736", {"topk=" + v}, params);
           for (const char* slot : {"nms", "keypoints"})
-            CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), slot);
+            CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)),
+                          std::string(slot));
           const HostImage map = five->read_slot("nms");
           const auto m = map.view<float>();
           size_t survivors = 0;
@@ -771,7 +774,8 @@ TEST_SUITE("gpu") {
     const HostImage in = io::load_image(data_path("box_in_scene.png"));
     for (const std::string topk :
          {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch", "v6_in_flight",
-          "v7_binned_rank", "v8_shared_select", "v9_listed_front", "v10_counted_rank"}) {
+          "v7_binned_rank", "v8_shared_select", "v9_listed_front", "v10_counted_rank",
+          "v11_pair_front"}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, "topk=" + topk);
@@ -850,7 +854,7 @@ TEST_SUITE("gpu") {
 
   LAB_GPU_CASE("histogram top-K: its guarantees hold and its recall is reported") {
     for (const char* file : {"box_in_scene.png", "graf1.png", "chessboard.png"}) {
-      INFO(file);
+      INFO(std::string(file));
       const HostImage in = io::load_image(data_path(file));
       PipelineConfig p = default_pipeline();
       apply_variant(p, "topk=v3_histogram");
@@ -866,7 +870,7 @@ TEST_SUITE("gpu") {
       CHECK_MESSAGE(d.pass(), d.detail());
       CHECK(d.has_set);
       CHECK(d.recall() > 0.5);
-      MESSAGE(file << ": histogram top-512 " << d.detail());
+      MESSAGE(std::string(file) << ": histogram top-512 " << d.detail());
     }
   }
 }

@@ -96,7 +96,7 @@ TEST_SUITE("cpu") {
     for (const char* n : {"matmul", "reduce", "scan", "sort"}) {
       int ceilings = 0;
       for (const lab::VariantDef& v : lab::find_op(n).def.variants) ceilings += v.ceiling;
-      CHECK_MESSAGE(ceilings == 1, n);  // cuBLAS or CUB: the line the story climbs to
+      CHECK_MESSAGE(ceilings == 1, std::string(n));  // cuBLAS or CUB: the line the story climbs to
     }
     // The image pipelines hold no playground stage.
     for (const auto& s : lab::default_pipeline("keypoints").stages)
@@ -106,7 +106,7 @@ TEST_SUITE("cpu") {
 
   TEST_CASE("playgrounds: sizes are parsed strictly, inputs are deterministic in the seed") {
     for (const std::string& n : kLabs) {
-      INFO(n);
+      INFO(std::string(n));
       const lab::Op& op = *lab::find_playground(n);
       for (const char* bad :
            {"", "0", "-3", "x", "1x", "12abc", "99999999999999999999", "1x2x3x4", "2^99"})

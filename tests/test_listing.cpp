@@ -399,7 +399,7 @@ TEST_SUITE("cpu") {
     const Result h = lab_cli("asm --help");
     CHECK(h.code == 0);
     for (const char* s : {"--sass", "--diff", "--against", "--kernel", "--list", "cuobjdump"})
-      CHECK_MESSAGE(has(h, s), s);
+      CHECK_MESSAGE(has(h, s), std::string(s));
     CHECK(lab_cli("asm nosuchstage").code == 64);
     CHECK(lab_cli("asm").code == 64);
     CHECK(lab_cli("asm --kernel-file /nonexistent/k.cu").code == 66);

@@ -32,7 +32,7 @@ TEST_SUITE("cpu") {
          {"{", "[]", "{\"schema\": 1}", "{\"schema\": 1, \"pipeline\": [{\"op\": \"nope\"}]}",
           "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"variant\": \"v9\"}]}",
           "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"block\": \"64x32\"}]}"}) {
-      INFO(bad);
+      INFO(std::string(bad));
       const PresetLoad r = preset_from_json(bad);
       CHECK(!r.warning.empty());
       CHECK(r.pipeline.stages.size() == default_pipeline().stages.size());  // the defaults

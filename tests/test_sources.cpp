@@ -104,7 +104,7 @@ TEST_SUITE("cpu") {
   TEST_CASE("sources: malformed specs are usage errors, missing ones NoInput") {
     for (const char* bad : {"synthetic:0x5", "synthetic:64x48@0", "synthetic:64x",
                             "camera:", "camera:x", "camera:1:axb", "camera:-1", "gst:"}) {
-      INFO(bad);
+      INFO(std::string(bad));
       CHECK(open_error(bad) == ErrorKind::Usage);
     }
     CHECK(open_error("/nonexistent/clip.avi") == ErrorKind::NoInput);
@@ -125,7 +125,7 @@ TEST_SUITE("cpu") {
     for (const char* spec : {"synthetic:", "synthetic:640", "synthetic:640x", "synthetic:x480",
                              "synthetic:axb", "synthetic:640x480x3", "synthetic:-5x10",
                              "synthetic: 64x48", "synthetic:0x10", "synthetic:20000x10"}) {
-      INFO(spec);
+      INFO(std::string(spec));
       CHECK(open_error(spec) == ErrorKind::Usage);
     }
     try {

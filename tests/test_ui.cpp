@@ -426,7 +426,7 @@ TEST_SUITE("cpu") {
       "the kernel in the editor, live frames and the banner") {
     // Both ways of starting again: execv in place (the default) and LAB_RESTART_MODE=spawn.
     for (const char* mode : {"exec", "spawn"}) {
-      CAPTURE(mode);
+      INFO(std::string(mode));
       const fs::path dir =
           fs::temp_directory_path() / ("lab_restart_" + std::to_string(::getpid()));
       fs::create_directories(dir);
