@@ -770,6 +770,39 @@ TEST_SUITE("gpu") {
     }
   }
 
+  LAB_GPU_CASE(
+      "letterbox v7 at scale 1 gives v6's bytes (padded or not, any offset), every block") {
+    // The identity path runs where the source fits the target at scale 1: W x H into W x H,
+    // into W x (H + 17) (pad rows), into (W + 7) x H (pad columns at an odd offset: unaligned
+    // source words, pixels at the pad's edge one by one); gray, BGR and BGRA. (W + 2) x (H + 3)
+    // (enlarged) and 17x13 (shrunk) are not at scale 1: v6's paths.
+    const Op& lb = find_op("letterbox");
+    const VariantDef& v7 = lb.def.variants.at(size_t(lb.find_variant("v7_identity")));
+    for (const std::string file : {"box_in_scene.png", "graf1.png", "chessboard.png"}) {
+      const HostImage in = io::load_image(data_path(file));
+      const int w = in.desc().width, h = in.desc().height;
+      auto wxh = [](int a, int b) { return std::to_string(a) + "x" + std::to_string(b); };
+      for (const std::string size :
+           {wxh(w, h), wxh(w, h + 17), wxh(w + 7, h), wxh(w + 2, h + 3), std::string("17x13")})
+        for (const std::string math : {"precise", "fast"})
+          for (const Block& b : v7.blocks) {
+            INFO(file << " -> " << size << " " << math << " block " << b.str());
+            const std::vector<std::string> block = {"letterbox=" + b.str()};
+            const auto six = run_pipeline(Backend::Cuda, in, size, {"letterbox=v6_reuse_by_scale"},
+                                          {}, math, block);
+            const auto seven =
+                run_pipeline(Backend::Cuda, in, size, {"letterbox=v7_identity"}, {}, math, block);
+            CHECK(same_bytes(six->read_slot("letterbox"), seven->read_slot("letterbox")));
+            std::string kernel;  // letterbox's (stage 0)
+            for (const LaunchRecord& l : seven->launches())
+              if (l.stage == 0 && kernel.empty()) kernel = l.kernel;
+            const bool identity =
+                size == wxh(w, h) || size == wxh(w, h + 17) || size == wxh(w + 7, h);
+            CHECK((kernel.rfind("letterbox_v7_identity", 0) == 0) == identity);
+          }
+    }
+  }
+
   LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {
     const HostImage in = io::load_image(data_path("box_in_scene.png"));
     for (const std::string topk :

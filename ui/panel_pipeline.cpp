@@ -297,14 +297,17 @@ void draw_pipeline_panel(GuiApp& app) {
   if (!lab) {
     ImGui::SameLine();
     if (ImGui::Button("fastest")) {
-      try {
-        for (const std::string& v : fastest_variants()) apply_variant(app.ui.pipeline, v);
+      try {  // on a copy: a pipeline without some of the stages is left as it was
+        PipelineConfig p = app.ui.pipeline;
+        for (const std::string& v : fastest_variants()) apply_variant(p, v);
+        app.ui.pipeline = p;
         app.ui.pipeline_dirty = true;
       } catch (const Error& e) {  // a pipeline without those stages (harris)
         app.ui.message = e.what();
       }
     }
-    tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): topk "
+    tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): letterbox "
+        "v7_identity (a plain gray conversion where the frame fits at scale 1), topk "
         "v11_pair_front, which does the dense front's work itself (two columns a lane on "
         "frames of 3200x1800 and up) and lists its survivors (blur, sobel, harris and nms then "
         "skipped; nms/v5_fused_front is set for when topk changes), and the fused descriptor "

@@ -224,8 +224,8 @@ void apply_size(PipelineConfig& p, const std::string& wxh) {
 }
 
 const std::vector<std::string>& fastest_variants() {
-  static const std::vector<std::string> v = {"nms=v5_fused_front", "topk=v11_pair_front",
-                                             "l2norm=v4_fused_warp"};
+  static const std::vector<std::string> v = {"letterbox=v7_identity", "nms=v5_fused_front",
+                                             "topk=v11_pair_front", "l2norm=v4_fused_warp"};
   return v;
 }
 

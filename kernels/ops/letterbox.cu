@@ -29,6 +29,13 @@
 //                (1.7 row lerps per output row at 3.4x): v6 keeps both (about 0.3). Shrinking by
 //                up to 1.6x, v5's reuse; past that (under 40 % of rows reuse) none, v4: a row's
 //                loads would only wait on the test.
+//   v7_identity  v6, but where the resize is the identity (the source already fits the target
+//                at scale 1: a 4K frame into a 4K plane, a 1280x720 camera into 1280x736, only
+//                padded): every tap is (x, x + 1, fraction 0), so a pixel is its source pixel's
+//                gray, bit for bit what v6 computes (a weight of 0 adds an exact 0). No tap
+//                tables, no lerps: 4 pixels a thread from C + 1 aligned words and one 16-byte
+//                store. At 4K v6 issues 52 instructions a pixel (ncu, DRAM 9 % busy); this one
+//                is left with the bytes. Elsewhere, v6.
 //
 // Bench: kernel-lab bench --stage letterbox --sweep-variants --input synthetic:1920x1080
 #include <algorithm>
@@ -89,9 +96,15 @@ inline std::vector<AxisTap> resize_taps(int src_n, int dst_n) {
   return taps;
 }
 
+// The gray of a BGR pixel whose bytes are exact floats: the one expression every path uses, so
+// that they all round (and contract) alike.
+LAB_HD float gray_bgr(float b, float g, float r) {
+  return (0.114f * b + 0.587f * g + 0.299f * r) * INV_255;
+}
+
 LAB_HD float gray_of(const uint8_t* p, int channels) {
   if (channels == 1) return float(p[0]) * INV_255;
-  return (0.114f * float(p[0]) + 0.587f * float(p[1]) + 0.299f * float(p[2])) * INV_255;
+  return gray_bgr(float(p[0]), float(p[1]), float(p[2]));
 }
 
 inline std::vector<ImageDesc> letterbox_shape(const std::vector<ImageDesc>& in,
@@ -181,9 +194,7 @@ template <int C>
 __device__ __forceinline__ float ldg_gray(const ImageView<const uint8_t>& src, int x, int y) {
   const uint8_t* p = src.row(y) + x * C;
   if (C == 1) return u8_to_float(__ldg(p)) * INV_255;
-  return (0.114f * u8_to_float(__ldg(p)) + 0.587f * u8_to_float(__ldg(p + 1)) +
-          0.299f * u8_to_float(__ldg(p + 2))) *
-         INV_255;
+  return gray_bgr(u8_to_float(__ldg(p)), u8_to_float(__ldg(p + 1)), u8_to_float(__ldg(p + 2)));
 }
 
 // v2: gather, convert and interpolate in one pass.
@@ -229,9 +240,7 @@ __device__ __forceinline__ float byte_as_float(uint2 b) {
 template <int C, int K>
 __device__ __forceinline__ float gray_at(uint2 b) {
   if (C == 1) return byte_as_float<K>(b) * INV_255;
-  return (0.114f * byte_as_float<K>(b) + 0.587f * byte_as_float<K + 1>(b) +
-          0.299f * byte_as_float<K + 2>(b)) *
-         INV_255;
+  return gray_bgr(byte_as_float<K>(b), byte_as_float<K + 1>(b), byte_as_float<K + 2>(b));
 }
 
 // The horizontal lerp between pixel i0 and i0 + 1 of one row. When i1 == i0 (the right edge)
@@ -297,6 +306,55 @@ __global__ void letterbox_rows_kernel(ImageView<const uint8_t> src, ImageView<fl
       v = h0 * (1.0f - cy.frac) + h1 * cy.frac;
     }
     dst.at(x, y) = v;
+  }
+}
+
+// v7 at an identity resize: output pixels x0..x0+3 of row y are source pixels x0-ox.. of row
+// y-oy, or the pad. Their 4C bytes come from C + 1 aligned words (the row's padding covers the
+// last word, as for v4), shifted into place.
+constexpr int LETTERBOX_PER_THREAD = 4;
+
+template <int C>
+__global__ void letterbox_identity_kernel(ImageView<const uint8_t> src, ImageView<float> dst,
+                                          LetterboxGeometry g) {
+  constexpr int N = LETTERBOX_PER_THREAD;
+  const int x0 = N * int(blockIdx.x * blockDim.x + threadIdx.x);
+  const int y = int(blockIdx.y * blockDim.y + threadIdx.y);
+  if (x0 >= dst.width || y >= dst.height) return;
+  const int sx = x0 - g.ox, sy = y - g.oy;
+  float v[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = LETTERBOX_PAD;
+  if (sy >= 0 && sy < g.rh) {
+    const uint8_t* row = src.row(sy);
+    if (sx >= 0 && sx + N <= g.rw) {  // all four inside: words
+      const int o = sx * C;
+      const auto* w = reinterpret_cast<const uint32_t*>(row + (o & ~3));
+      uint32_t raw[C + 1], b[C];
+#pragma unroll
+      for (int i = 0; i <= C; ++i) raw[i] = __ldg(w + i);
+      const int shift = 8 * (o & 3);
+#pragma unroll
+      for (int i = 0; i < C; ++i) b[i] = __funnelshift_r(raw[i], raw[i + 1], shift);
+      auto byte = [&](int k) {  // byte k of the 4C as an exact float (k is a constant)
+        return __int_as_float(__byte_perm(b[k >> 2], 0x4B000000u, 0x7440 | (k & 3))) - 8388608.0f;
+      };
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        v[i] = C == 1 ? byte(i) * INV_255 : gray_bgr(byte(C * i), byte(C * i + 1), byte(C * i + 2));
+    } else {  // at the pad's edge: pixel by pixel
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        if (sx + i >= 0 && sx + i < g.rw) v[i] = ldg_gray<C>(src, sx + i, sy);
+    }
+  }
+  float* out = dst.row(y) + x0;
+  if (x0 + N <= dst.width && (reinterpret_cast<size_t>(out) & 15) == 0) {
+    *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (x0 + i < dst.width) out[i] = v[i];
   }
 }
 
@@ -417,6 +475,32 @@ static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
     launch_fused(ctx, a, LETTERBOX_ROWS, true, name, kWords);
 }
 
+// v6, or v7's kernel where the resize is the identity (scale 1: the taps are (x, x + 1, 0)).
+static void launch_v7(LaunchContext& ctx, const StageArgs& a) {
+  const auto src = a.in[0].view<const uint8_t>();
+  const auto dst = a.out[0].view<float>();
+  const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
+  if (g.rw != src.width || g.rh != src.height) return launch_v6(ctx, a);
+  if (a.in[0].pitch < a.in[0].desc.row_bytes() + 12)
+    throw Error(ErrorKind::Usage,
+                "letterbox_v7_identity loads whole words past a row's last pixel: it needs 12 "
+                "bytes of row padding (DeviceImage has 16)");
+  const std::string label = "letterbox_v7_identity<" + std::to_string(src.channels) + ">";
+  const dim3 grid =
+      grid_2d((dst.width + LETTERBOX_PER_THREAD - 1) / LETTERBOX_PER_THREAD, dst.height, a.block);
+  const dim3 block(a.block.x, a.block.y);
+  switch (src.channels) {
+    case 1:
+      launch(ctx, label.c_str(), letterbox_identity_kernel<1>, grid, block, 0, src, dst, g);
+      break;
+    case 3:
+      launch(ctx, label.c_str(), letterbox_identity_kernel<3>, grid, block, 0, src, dst, g);
+      break;
+    default:
+      launch(ctx, label.c_str(), letterbox_identity_kernel<4>, grid, block, 0, src, dst, g);
+  }
+}
+
 // ---- variant table ---------------------------------------------------------------------------
 
 OpDef letterbox_op() {
@@ -452,6 +536,9 @@ OpDef letterbox_op() {
       {"v6_reuse_by_scale", "the reuse that pays at the scale: enlarging both source rows' lerps "
        "(rows repeat their pair), down to 1.6x v5's, past that none (v4)",
        blocks, {32, 4}, launch_v6, nullptr},
+      {"v7_identity", "v6, but at scale 1 (only padded) a pixel is its source pixel's gray: no "
+       "taps, no lerps; 4 pixels a thread from aligned words, one 16-byte store",
+       blocks, {32, 4}, launch_v7, nullptr},
   };
   // clang-format on
   return op;
