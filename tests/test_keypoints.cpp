@@ -109,7 +109,8 @@ void for_each_config(bool gpu, const std::string& op,
 }
 
 // topk's variants that do the dense front's work too (their input is the letterbox plane).
-const std::vector<std::string> kListed = {"v9_listed_front", "v10_counted_rank", "v11_pair_front"};
+const std::vector<std::string> kListed = {"v9_listed_front", "v10_counted_rank", "v11_pair_front",
+                                          "v12_bucketed_count"};
 bool listed(const std::string& v) {
   return std::count(kListed.begin(), kListed.end(), v) > 0;
 }
@@ -598,7 +599,7 @@ TEST_SUITE("cpu") {
       for (int warps : {1, 2, 4, 8}) pair_order_case(w, h, warps);
   }
   TEST_CASE(
-      "topk v9 to v11 (listed fronts): the runner skips the dense front; the references agree") {
+      "topk v9 to v12 (listed fronts): the runner skips the dense front; the references agree") {
     listed_front_cpu_case("box_in_scene.png", "320x184");
     listed_front_cpu_case("graf1.png", "101x57");
     listed_front_cpu_case("graf1.png", "7x5");
@@ -687,7 +688,7 @@ TEST_SUITE("gpu") {
   }
 
   LAB_GPU_CASE(
-      "topk v9 to v11 (listed fronts) on the GPU: the default pipeline's bytes, every block and "
+      "topk v9 to v12 (listed fronts) on the GPU: the default pipeline's bytes, every block and "
       "math mode, K at and past the cap, every pixel a candidate, real images") {
     // chessboard.png: its corners tie, score for score (the keys differ by the index only).
     const std::vector<std::string> files = {"box_in_scene.png", "graf1.png", "coffee.png",
@@ -746,6 +747,43 @@ TEST_SUITE("gpu") {
                     << survivors << " survivors");
         }
       }
+  }
+
+  LAB_GPU_CASE("topk v12 on thousands of tied corners: one bucket, told apart by the index") {
+    // Checkerboards of 22, 24 and 26-pixel squares at 1280x736 (scale 1, no resampling): each
+    // inner corner leaves 4 survivors, and thousands of them share one score bit for bit (on the
+    // CPU: 7,656, 6,360 and 5,488 survivors, 2,871, 2,385 and 2,058 of the top score), so they
+    // fall in one bucket, more than kV12MinBuckets in all (the bucketed path, not v10's count,
+    // nor v9's past 8,192), and only the index bits order them.
+    for (int square : {22, 24, 26}) {
+      INFO("square " << square);
+      HostImage in(ImageDesc{1280, 736, 1, PixelType::U8});
+      auto p = in.view<uint8_t>();
+      for (int y = 0; y < 736; ++y)
+        for (int x = 0; x < 1280; ++x) p.at(x, y) = ((x / square + y / square) & 1) ? 230 : 20;
+      for (const std::string k : {"topk.k=4096", "topk.k=1", "topk.k=8192"}) {
+        INFO(k);
+        const auto six = run_pipeline(Backend::Cuda, in, "1280x736", {}, {k});
+        const auto twelve =
+            run_pipeline(Backend::Cuda, in, "1280x736", {"topk=v12_bucketed_count"}, {k});
+        for (const char* slot : {"nms", "keypoints"})
+          CHECK_MESSAGE(same_bytes(six->read_slot(slot), twelve->read_slot(slot)),
+                        std::string(slot));
+        const auto m = six->read_slot("nms");
+        const auto v = m.view<float>();
+        std::map<float, size_t> scores;
+        size_t survivors = 0;
+        for (int y = 0; y < v.height; ++y)
+          for (int x = 0; x < v.width; ++x)
+            if (v.at(x, y) != 0.0f) ++survivors, ++scores[v.at(x, y)];
+        size_t most = 0;
+        for (const auto& s : scores) most = std::max(most, s.second);
+        MESSAGE(survivors << " survivors, " << most << " of one score");
+        CHECK(survivors >= 3072);
+        CHECK(survivors <= 8192);
+        CHECK(most >= 2000);
+      }
+    }
   }
 
   LAB_GPU_CASE("letterbox v6 gives v5's bytes at every scale (each reuse path), every block") {
@@ -808,7 +846,7 @@ TEST_SUITE("gpu") {
     for (const std::string topk :
          {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch", "v6_in_flight",
           "v7_binned_rank", "v8_shared_select", "v9_listed_front", "v10_counted_rank",
-          "v11_pair_front"}) {
+          "v11_pair_front", "v12_bucketed_count"}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, "topk=" + topk);

@@ -77,6 +77,13 @@
 //                    2.3x fewer in all, so only a frame that fills the GPU with them twice over
 //                    gains (3200x1800 and up on the H200); below, v5's front. The front is most
 //                    of v10's time at 4K. The same list, rank and output.
+//   v12_bucketed_count exact: v11 counts every pair of keys (28.5 M comparisons for graf1.png's
+//                    5,339 survivors at 4K: half of its 12 us rank). A key's rank is the keys
+//                    above its bucket plus the greater ones in it, for any bucket monotone in the
+//                    key; v12 cuts the block's span of score bits into 4096 slices (nearly
+//                    slices of log2(score)), places the keys by bucket, and a warp per key counts
+//                    its bucket only. Under 3,072 survivors (where the buckets' own cost is more
+//                    than the pairs they save), v10's count. The same front, list and output.
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
 #include <cooperative_groups.h>
@@ -878,6 +885,112 @@ __global__ void __launch_bounds__(kV4Threads)
   topk_count_rank(list, n, k, width, kp, smem);
 }
 
+// ---- v12: the listed survivors ranked within buckets of their score -------------------------
+
+// v10 compares every key with every other. A key's rank is the count of the keys above its
+// bucket plus the greater keys in its own bucket, for any bucket function that is monotone in the
+// key (a greater key never falls in a lower bucket; equal scores share one). v12's buckets are
+// kV12Buckets equal slices of the block's own span of ordered score bits (score_order: bits that
+// grow with the score, so slices of them are nearly slices of log2(score)): adaptive, where a
+// fixed histogram (v7, v9: 8,192 bins) spends its time on bins a frame never fills. Every block
+// builds the same buckets from the whole list (keys in registers, a min/max, a histogram, a
+// scan, the keys placed by bucket), then a warp counts, for each key of the block's share, the
+// greater keys of its bucket only. Ties of score (chessboard.png's corners) share a bucket and
+// are told apart by the index bits, as everywhere.
+constexpr int kV12Buckets = kV4SubBins;  // 4096: the counts where v7's refinement histogram goes
+constexpr int kV12PerThread = int(kV4Cap) / kV4Threads;
+static_assert(kV12PerThread * kV4Threads == int(kV4Cap), "a thread holds its keys in registers");
+
+__device__ __forceinline__ uint32_t v12_bucket(uint64_t key, uint32_t lo, int shift) {
+  return min((uint32_t(key >> 32) - lo) >> shift, uint32_t(kV12Buckets - 1));
+}
+
+// n <= kV4Cap keys of `list`, ranked as v10 ranks them. `smem`: kV4Smem bytes: the keys by
+// bucket (kV4Cap), each bucket's count (kV12Buckets), each bucket's first position (kV12Buckets).
+__device__ void topk_bucket_rank(const uint64_t* list, uint32_t n, uint32_t k, uint32_t width,
+                                 ImageView<float> kp, uint64_t* smem) {
+  uint64_t* keys = smem;
+  uint32_t* count = reinterpret_cast<uint32_t*>(keys + kV4Cap);
+  uint32_t* first = count + kV12Buckets;
+  using Scan = cub::BlockScan<uint32_t, kV4Threads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ uint32_t span[2][kV4Threads / 32];
+  const uint32_t share = (n + gridDim.x - 1) / gridDim.x;
+  const uint32_t begin = min(n, blockIdx.x * share), end = min(n, begin + share);
+  if (begin < end) {  // a block with no share writes only pad rows (the same branch block-wide)
+    uint64_t mine[kV12PerThread];
+    uint32_t lo = 0xFFFFFFFFu, hi = 0;
+#pragma unroll
+    for (int j = 0; j < kV12PerThread; ++j) {
+      const uint32_t i = threadIdx.x + uint32_t(j * kV4Threads);
+      mine[j] = i < n ? __ldcg(&list[i]) : 0ull;
+      if (i < n) lo = min(lo, uint32_t(mine[j] >> 32)), hi = max(hi, uint32_t(mine[j] >> 32));
+    }
+    for (int b = int(threadIdx.x); b < kV12Buckets; b += kV4Threads) count[b] = 0;
+    const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
+    lo = __reduce_min_sync(0xFFFFFFFFu, lo), hi = __reduce_max_sync(0xFFFFFFFFu, hi);
+    if (lane == 0) span[0][warp] = lo, span[1][warp] = hi;
+    __syncthreads();                         // span written, count zeroed
+    lo = span[0][lane], hi = span[1][lane];  // every warp reduces the 32 warps' spans itself
+    lo = __reduce_min_sync(0xFFFFFFFFu, lo), hi = __reduce_max_sync(0xFFFFFFFFu, hi);
+    // The smallest shift that puts the span in kV12Buckets slices (12 bits).
+    const int shift = max(0, 32 - __clz(int(hi - lo)) - 12);
+    uint32_t slot[kV12PerThread];  // a key's place within its bucket
+#pragma unroll
+    for (int j = 0; j < kV12PerThread; ++j)
+      if (mine[j]) slot[j] = atomicAdd(&count[v12_bucket(mine[j], lo, shift)], 1u);
+    __syncthreads();  // counted
+    // first[b]: the keys in the buckets above b (buckets descending), 4 buckets a thread.
+    constexpr int kPer = kV12Buckets / kV4Threads;
+    uint32_t c[kPer], sum = 0, above = 0;
+#pragma unroll
+    for (int q = 0; q < kPer; ++q)  // thread t holds buckets top - 4t .. top - 4t - 3
+      c[q] = count[kV12Buckets - 1 - (int(threadIdx.x) * kPer + q)], sum += c[q];
+    Scan(scan).ExclusiveSum(sum, above);
+#pragma unroll
+    for (int q = 0; q < kPer; ++q)
+      first[kV12Buckets - 1 - (int(threadIdx.x) * kPer + q)] = above, above += c[q];
+    __syncthreads();  // first written
+#pragma unroll
+    for (int j = 0; j < kV12PerThread; ++j)
+      if (mine[j]) keys[first[v12_bucket(mine[j], lo, shift)] + slot[j]] = mine[j];
+    __syncthreads();  // the keys placed
+    // A warp per key of the share: the lanes stride its bucket; the greater keys summed.
+    for (uint32_t i = begin + uint32_t(warp); i < end; i += kV4Threads / 32) {
+      const uint64_t key = __ldcg(&list[i]);
+      const uint32_t b = v12_bucket(key, lo, shift), from = first[b], size = count[b];
+      uint32_t greater = 0;
+      for (uint32_t p = from + uint32_t(lane); p < from + size; p += 32) greater += keys[p] > key;
+      greater = from + __reduce_add_sync(0xFFFFFFFFu, greater);
+      if (lane == 0 && greater < k) {
+        const uint32_t idx = topk_key_index(key);
+        write_keypoint(kp, int(greater), float(idx % width), float(idx / width),
+                       topk_key_score(key));
+      }
+    }
+  }
+  for (uint32_t i = min(n, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
+       i += gridDim.x * kV4Threads)
+    write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
+}
+
+// Fewer survivors than this: v10's count of every pair, which costs ~n^2 and the buckets' five
+// barriers ~1 us. H200, rank alone (sixteenth session): n = 5,339 12.2 -> 8.7 us, 4,416 9.7 ->
+// 8.1, 3,257 7.8 -> 7.3; chessboard.png's few hundred tied corners 6.0 -> 6.9.
+constexpr uint32_t kV12MinBuckets = 3072;
+
+// v12's selection: the bucketed count from kV12MinBuckets keys while the list fits a block's
+// shared memory; below, v10's; above, v9's (n is the same for every block: one branch).
+__global__ void __launch_bounds__(kV4Threads)
+    topk_bucket_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+                            uint32_t width, ImageView<float> kp) {
+  extern __shared__ __align__(16) uint64_t smem[];
+  const uint32_t n = __ldcg(&sc->count);
+  if (n > kV4Cap) return topk_select_rank_binned(sc, list, k, width, kp, smem);
+  if (n < kV12MinBuckets) return topk_count_rank(list, n, k, width, kp, smem);
+  topk_bucket_rank(list, n, k, width, kp, smem);
+}
+
 // ---- v8: v7 with the selection shared out across the grid ----------------------------------
 
 // v7 has every block read the whole survivor list, once more for each refinement level: cheap
@@ -1138,7 +1251,8 @@ static TopkOptIn topk_optin() {
                           reinterpret_cast<const void*>(topk_binned_rank_kernel),
                           reinterpret_cast<const void*>(topk_shared_select_kernel),
                           reinterpret_cast<const void*>(topk_listed_rank_kernel),
-                          reinterpret_cast<const void*>(topk_counted_rank_kernel)})
+                          reinterpret_cast<const void*>(topk_counted_rank_kernel),
+                          reinterpret_cast<const void*>(topk_bucket_rank_kernel)})
       LAB_CUDA_CHECK(
           cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kV4Smem)));
     o.v4 = true;
@@ -1300,6 +1414,10 @@ static void launch_v11(LaunchContext& ctx, const StageArgs& a) {
   launch_listed(ctx, a, "topk_counted_rank", topk_counted_rank_kernel, true);
 }
 
+static void launch_v12(LaunchContext& ctx, const StageArgs& a) {
+  launch_listed(ctx, a, "topk_bucket_rank", topk_bucket_rank_kernel, true);
+}
+
 // ---- variant table ---------------------------------------------------------------------------
 
 OpDef topk_op() {
@@ -1380,10 +1498,21 @@ OpDef topk_op() {
        "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
        "the front is bound by its instructions, a third of them on aprons and on taps and "
        "neighbours fetched once per column: pairs of columns cut them, at 128 registers (v10: 80)"},
+      {"v12_bucketed_count",
+       "exact: v11's front and list; each key counted only against its own bucket, the block's "
+       "span of score bits cut in 4096 slices (the buckets above give the rest of its rank); "
+       "under 3,072 survivors v10's count of every pair",
+       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v12, nullptr,
+       {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
+       "as v10_counted_rank: the map and the blur plane against the CPU chain as "
+       "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
+       "v11 compares every pair of the 5,339 keys of graf1.png at 4K (28.5 M comparisons, half "
+       "the rank's 12 us); a bucket holds a few keys"},
   };
   // clang-format on
   for (VariantDef& v : op.variants) {  // v9 to v11 write the front's slots too, from the
-    if (v.launch != launch_v9 && v.launch != launch_v10 && v.launch != launch_v11)
+    if (v.launch != launch_v9 && v.launch != launch_v10 && v.launch != launch_v11 &&
+        v.launch != launch_v12)
       continue;  // letterbox plane
     v.outputs = {slots::kKeypoints, slots::kNms, "blur"};
     v.shape = topk_front_shape;
