@@ -308,8 +308,9 @@ void draw_pipeline_panel(GuiApp& app) {
     }
     tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): letterbox "
         "v7_identity (a plain gray conversion where the frame fits at scale 1), topk "
-        "v11_pair_front, which does the dense front's work itself (two columns a lane on "
-        "frames of 3200x1800 and up) and lists its survivors (blur, sobel, harris and nms then "
+        "v12_bucketed_count, which does the dense front's work itself (two columns a lane on "
+        "frames of 3200x1800 and up), lists its survivors and ranks each within a bucket of "
+        "scores (blur, sobel, harris and nms then "
         "skipped; nms/v5_fused_front is set for when topk changes), and the fused descriptor "
         "head (l2norm/v4_fused_warp: sample skipped); the rest of the pipeline as it is. The "
         "same as examples/presets/fastest.json");

@@ -118,11 +118,11 @@ void apply_param(PipelineConfig& p, const std::string& spec);    // STAGE.NAME=V
 void apply_size(PipelineConfig& p, const std::string& wxh);      // letterbox output size
 
 // The keypoint pipeline's variants of the fastest frames measured on the H200 (BENCHMARKS.md,
-// fourteenth and sixteenth sessions): letterbox v7 (v6, and a plain gray conversion at scale 1),
-// the fused dense front, topk v11 (which does the front's work itself, in column pairs on large
-// frames, and lists its survivors; nms/v5_fused_front stays for when topk changes) and the fused
-// descriptor head, as STAGE=NAME. Every stage is named, so that a variant added later does not
-// become part of it by being the last (an op's default when none is named).
+// sixteenth session): letterbox v7 (v6, and a plain gray conversion at scale 1), the fused dense
+// front, topk v12 (which does the front's work itself, in column pairs on large frames, lists its
+// survivors and ranks each within a bucket of scores; nms/v5_fused_front stays for when topk
+// changes) and the fused descriptor head, as STAGE=NAME. Every stage that runs is named, so that
+// a variant added later does not join it by being the last (an op's default when none is named).
 // examples/presets/fastest.json holds the same (a test checks it); the GUI's "fastest" button
 // applies them.
 const std::vector<std::string>& fastest_variants();
