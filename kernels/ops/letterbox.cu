@@ -402,6 +402,14 @@ static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
          taps + g.rw, g);
 }
 
+// v4 to v7 load whole 32-bit words, up to 12 bytes past a row's last pixel.
+static void require_word_padding(const StageArgs& a, const char* name) {
+  if (a.in[0].pitch < a.in[0].desc.row_bytes() + 12)
+    throw Error(ErrorKind::Usage, std::string(name) +
+                                      " loads whole words past a row's last pixel: it needs 12 "
+                                      "bytes of row padding (DeviceImage has 16)");
+}
+
 // v2..v5 share one signature and differ in the rows each thread produces; each exists for 1, 3
 // and 4 channels.
 using FusedKernel = void (*)(ImageView<const uint8_t>, ImageView<float>, const AxisTap*,
@@ -413,10 +421,7 @@ static void launch_fused(LaunchContext& ctx, const StageArgs& a, int rows, bool 
   const auto dst = a.out[0].view<float>();
   const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
   const AxisTap* taps = device_taps(ctx, src.width, src.height, g);
-  if (words && a.in[0].pitch < a.in[0].desc.row_bytes() + 12)
-    throw Error(ErrorKind::Usage, std::string(name) +
-                                      " loads whole words past a row's last pixel: it needs 12 "
-                                      "bytes of row padding (DeviceImage has 16)");
+  if (words) require_word_padding(a, name);
   const int k = src.channels == 1 ? 0 : (src.channels == 3 ? 1 : 2);
   const std::string label = std::string(name) + "<" + std::to_string(src.channels) + ">";
   launch(ctx, label.c_str(), by_channels[k],
@@ -481,10 +486,7 @@ static void launch_v7(LaunchContext& ctx, const StageArgs& a) {
   const auto dst = a.out[0].view<float>();
   const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
   if (g.rw != src.width || g.rh != src.height) return launch_v6(ctx, a);
-  if (a.in[0].pitch < a.in[0].desc.row_bytes() + 12)
-    throw Error(ErrorKind::Usage,
-                "letterbox_v7_identity loads whole words past a row's last pixel: it needs 12 "
-                "bytes of row padding (DeviceImage has 16)");
+  require_word_padding(a, "letterbox_v7_identity");
   const std::string label = "letterbox_v7_identity<" + std::to_string(src.channels) + ">";
   const dim3 grid =
       grid_2d((dst.width + LETTERBOX_PER_THREAD - 1) / LETTERBOX_PER_THREAD, dst.height, a.block);

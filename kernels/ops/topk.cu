@@ -900,6 +900,7 @@ __global__ void __launch_bounds__(kV4Threads)
 constexpr int kV12Buckets = kV4SubBins;  // 4096: the counts where v7's refinement histogram goes
 constexpr int kV12PerThread = int(kV4Cap) / kV4Threads;
 static_assert(kV12PerThread * kV4Threads == int(kV4Cap), "a thread holds its keys in registers");
+static_assert(kV4Threads == 32 * 32, "a warp's lanes read the 32 warps' spans, one each");
 
 __device__ __forceinline__ uint32_t v12_bucket(uint64_t key, uint32_t lo, int shift) {
   return min((uint32_t(key >> 32) - lo) >> shift, uint32_t(kV12Buckets - 1));
