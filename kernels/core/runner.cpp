@@ -63,6 +63,17 @@ class Runner::Context : public LaunchContext {
 };
 
 namespace {
+
+// `s`'s parameters, and those of the stages of `stages` that its variant fuses as "stage.name".
+ParamMap with_fused_params(const std::vector<ResolvedStage>& stages, const ResolvedStage& s) {
+  ParamMap p = s.params;
+  for (const std::string& fused : s.variant_def().fuses)
+    for (const ResolvedStage& st : stages)
+      if (st.op->def.name == fused)
+        for (const auto& [name, value] : st.params) p[fused + "." + name] = value;
+  return p;
+}
+
 // The stage's NVTX ranges, nested as the lab names a configuration: stage / variant / block /
 // math, so that ncu's --nvtx-include "stage/variant/block/math/" selects exactly its kernels.
 struct StageRanges {
@@ -160,7 +171,9 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
       }
       in.push_back(it->second);
     }
-    const std::vector<ImageDesc> out = s.shape()(in, s.params);
+    // A fused variant's outputs may take their size from a stage it does the work of (topk v13:
+    // letterbox's width and height).
+    const std::vector<ImageDesc> out = s.shape()(in, with_fused_params(stages, s));
     const std::vector<std::string>& names = s.outputs();
     if (out.size() != names.size())
       throw Error(ErrorKind::Internal, "stage " + s.op->def.name + ": shape() count mismatch");
@@ -223,12 +236,7 @@ std::string Runner::fused_into(size_t i) const {
 }
 
 ParamMap Runner::params_for(const ResolvedStage& s) const {
-  ParamMap p = s.params;
-  for (const std::string& fused : s.variant_def().fuses)
-    for (const ResolvedStage& st : m_stages)
-      if (st.op->def.name == fused)
-        for (const auto& [name, value] : st.params) p[fused + "." + name] = value;
-  return p;
+  return with_fused_params(m_stages, s);
 }
 
 void Runner::set_graph(bool on) {

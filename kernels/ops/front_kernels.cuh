@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(256)
 // issue slots 54-59 % busy (v5 70 %), the top stall an instruction-cache miss, until the blocks
 // ran interior first (front_order.h).
 constexpr int PAIR_APRON = 2;                         // apron lanes on each side of a warp
-constexpr int PAIR_COLS = 2 * (32 - 2 * PAIR_APRON);  // output columns per warp
+constexpr int PAIR_COLS = 2 * (32 - 2 * PAIR_APRON);  // output columns per warp (the plane's)
 
 // Where a lane finds the columns around its pair x, x + 1: x - 2, x - 1, x + 1, x + 2, x + 3,
 // each clamped to the image. Inside the image they are fixed: the left lane's two columns, the
@@ -221,22 +221,57 @@ struct PairNeighbours<true> {
   }
 };
 
+// Where a pair front's input rows come from. A source has `kApron`, the apron lanes on each side
+// of a warp; the plane's width() and height() (the output planes' too: taken from the source, the
+// compiler knows the clamps below use the same bounds; from dst, v12's front took 159 registers,
+// not 128); `plain_rows(lo, hi)`, whether plane rows lo .. hi - 1 need no fix-up of their own
+// (only then may a block inside the plane skip the edge path); and, per lane, a Rows<EDGE> whose
+// taps(yr, tap) gives the plane's values at columns x - 2 .. x + 3 of plane row yr (EDGE: row and
+// columns clamped to the plane, border replicate). Every lane of the warp calls taps() (a source
+// may shuffle). PlaneSource reads the letterbox plane, each lane loading its own six taps (nms
+// v6, topk v11 and v12); topk v13's FrameSource (topk.cu) converts the camera frame itself.
+struct PlaneSource {
+  static constexpr int kApron = PAIR_APRON;
+  ImageView<const float> plane;
+  __device__ int width() const { return plane.width; }
+  __device__ int height() const { return plane.height; }
+  __device__ bool plain_rows(int, int) const { return true; }
+  template <bool EDGE>
+  struct Rows {
+    ImageView<const float> src;
+    int xs[6];  // the taps x-2..x+3, clamped (at a border; inside, three 8-byte loads from x - 2)
+    __device__ Rows(const PlaneSource& s, int x) : src(s.plane) {
+#pragma unroll
+      for (int i = 0; i < 6; ++i)
+        xs[i] = EDGE ? clampi(x + i - BLUR_R, 0, src.width - 1) : x + i - BLUR_R;
+    }
+    __device__ void taps(int yr, float (&tap)[6]) const {
+      const float* row = src.row(EDGE ? clampi(yr, 0, src.height - 1) : yr);
+      if (EDGE) {
+#pragma unroll
+        for (int i = 0; i < 6; ++i) tap[i] = __ldg(row + xs[i]);
+      } else {
+        const float2* p = reinterpret_cast<const float2*>(row + xs[0]);
+        const float2 a = __ldg(p), b = __ldg(p + 1), c = __ldg(p + 2);
+        tap[0] = a.x, tap[1] = a.y, tap[2] = b.x, tap[3] = b.y, tap[4] = c.x, tap[5] = c.y;
+      }
+    }
+  };
+};
+
 // One warp's strip of column pairs: front_strip's walk, each step for both columns. Arrays and
 // row offsets as front_strip's; a trailing 0 or 1 names the column (x or x + 1). `w0`, `w1`:
 // this lane writes column x, x + 1 (x + 1 < w; both, for every writing lane, when !EDGE).
-template <int ROWS, bool EDGE, class Sink>
-__device__ __forceinline__ void front_strip_pairs(const ImageView<const float>& src,
-                                                  const ImageView<float>& blur,
+template <int ROWS, bool EDGE, class Sink, class Src>
+__device__ __forceinline__ void front_strip_pairs(const Src& src, const ImageView<float>& blur,
                                                   const ImageView<float>& dst, float k, float thr,
                                                   int x, int base, int y0, bool w0, bool w1,
                                                   const Sink& sink) {
   constexpr int N = ROWS + 2 * FRONT_HALO;  // input rows walked
-  const int w = src.width, h = src.height;
+  const int w = src.width(), h = src.height();
   const bool top = EDGE && y0 == 0;
   const PairNeighbours<EDGE> nb(x, base, w);
-  int xs[6];  // the taps x-2..x+3, clamped (at a border; inside, three 8-byte loads from x - 2)
-#pragma unroll
-  for (int i = 0; i < 6; ++i) xs[i] = EDGE ? clampi(x + i - BLUR_R, 0, w - 1) : x + i - BLUR_R;
+  const typename Src::template Rows<EDGE> rows(src, x);
   float bh0[N], d0[ROWS + 8], s0[ROWS + 8], ha0[ROWS + 6], hb0[ROWS + 6], hc0[ROWS + 6];
   float bh1[N], d1[ROWS + 8], s1[ROWS + 8], ha1[ROWS + 6], hb1[ROWS + 6], hc1[ROWS + 6];
   float rm0[ROWS + 4], centre0[ROWS + 4], rm1[ROWS + 4], centre1[ROWS + 4];
@@ -245,17 +280,8 @@ __device__ __forceinline__ void front_strip_pairs(const ImageView<const float>& 
   uint32_t kept0 = 0, kept1 = 0;  // bit y: a non-zero NMS value written in row y0 + y
 #pragma unroll
   for (int t = 0; t < N; ++t) {
-    const int yr = y0 - FRONT_HALO + t;
-    const float* row = src.row(EDGE ? clampi(yr, 0, h - 1) : yr);
     float tap[6];
-    if (EDGE) {
-#pragma unroll
-      for (int i = 0; i < 6; ++i) tap[i] = __ldg(row + xs[i]);
-    } else {
-      const float2* p = reinterpret_cast<const float2*>(row + xs[0]);
-      const float2 a = __ldg(p), b = __ldg(p + 1), c = __ldg(p + 2);
-      tap[0] = a.x, tap[1] = a.y, tap[2] = b.x, tap[3] = b.y, tap[4] = c.x, tap[5] = c.y;
-    }
+    rows.taps(y0 - FRONT_HALO + t, tap);
     bh0[t] = gauss5_dot(tap[0], tap[1], tap[2], tap[3], tap[4]);
     bh1[t] = gauss5_dot(tap[1], tap[2], tap[3], tap[4], tap[5]);
     if (t >= 4) {  // blur of row y0 + t - 8, then sobel's row filters of it
@@ -347,31 +373,39 @@ inline FrontOrder pair_order(int w, int h, int warps, dim3 grid) {
                      grid.y);
 }
 
-// v5's kernel with a lane on two columns: blocks of 32 n x 1, n warps side by side on 56
-// columns each, in the order `order` gives (ORDERED), else in launch order. The 8-byte loads and
-// stores need 8-byte aligned rows in all three planes; the launch checks (front_pairs_aligned)
-// and falls back to v5's kernel.
-template <int ROWS, class Sink, bool ORDERED>
+// The output columns of a warp of pairs whose source has `apron` apron lanes a side.
+__host__ __device__ constexpr int pair_cols(int apron) {
+  return 2 * (32 - 2 * apron);
+}
+
+// v5's kernel with a lane on two columns: blocks of 32 n x 1, n warps side by side on
+// pair_cols(Src::kApron) columns each (56 from the plane), in the order `order` gives (ORDERED),
+// else in launch order. The plane source's 8-byte loads and the 8-byte stores need 8-byte
+// aligned rows in all three planes; the launch checks (front_pairs_aligned) and falls back to
+// v5's kernel.
+template <int ROWS, class Sink, bool ORDERED, class Src = PlaneSource>
 __global__ void __launch_bounds__(256)
-    nms_v6_front_pairs_kernel(ImageView<const float> src, ImageView<float> blur,
-                              ImageView<float> dst, float k, float thr, Sink sink,
-                              FrontOrder order) {
+    nms_v6_front_pairs_kernel(Src src, ImageView<float> blur, ImageView<float> dst, float k,
+                              float thr, Sink sink, FrontOrder order) {
   static_assert(ROWS >= FRONT_HALO, "only the top strip may start above the image");
   static_assert(ROWS <= 32, "a strip's survivors are marked in one 32-bit word");
-  const int w = src.width, h = src.height;
+  constexpr int APRON = Src::kApron, COLS = pair_cols(APRON);
+  const int w = src.width(), h = src.height();
   const int lane = threadIdx.x & 31;
   const int warps = blockDim.x >> 5;
   int bx = int(blockIdx.x), by = int(blockIdx.y);
   if (ORDERED) front_block(order, by * order.gx + bx, bx, by);
-  const int block_x = bx * warps * PAIR_COLS - 2 * PAIR_APRON;  // even
-  const int base = block_x + (threadIdx.x >> 5) * PAIR_COLS;
+  const int block_x = bx * warps * COLS - 2 * APRON;  // even
+  const int base = block_x + (threadIdx.x >> 5) * COLS;
   const int x = base + 2 * lane;
   const int y0 = by * ROWS;
-  const bool inner = lane >= PAIR_APRON && lane < 32 - PAIR_APRON;  // then x >= 0
+  const bool inner = lane >= APRON && lane < 32 - APRON;  // then x >= 0
   const bool w0 = inner && x < w, w1 = inner && x + 1 < w;
-  // Does anything of the block's strips (blur's taps included) cross a border?
+  // Does anything of the block's strips (blur's taps included) cross a border, or read rows the
+  // source must fix up?
   const bool edge = y0 == 0 || y0 + ROWS + FRONT_HALO > h || block_x - BLUR_R < 0 ||
-                    block_x + warps * PAIR_COLS + 4 * PAIR_APRON - 1 + BLUR_R > w - 1;
+                    block_x + warps * COLS + 4 * APRON - 1 + BLUR_R > w - 1 ||
+                    !src.plain_rows(y0 - FRONT_HALO, y0 + ROWS + FRONT_HALO);
   if (edge)
     front_strip_pairs<ROWS, true>(src, blur, dst, k, thr, x, base, y0, w0, w1, sink);
   else

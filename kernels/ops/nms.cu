@@ -233,8 +233,9 @@ static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
     return launch_v5(ctx, a);
   const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
   launch(ctx, "nms_v6_front_pairs", nms_v6_front_pairs_kernel<FRONT_ROWS, FrontNoSink, true>, grid,
-         dim3(a.block.x, a.block.y), 0, src, blur, dst, front_k(a.params), threshold_of(a),
-         FrontNoSink{}, pair_order(src.width, src.height, int(a.block.x / 32), grid));
+         dim3(a.block.x, a.block.y), 0, PlaneSource{src}, blur, dst, front_k(a.params),
+         threshold_of(a), FrontNoSink{},
+         pair_order(src.width, src.height, int(a.block.x / 32), grid));
 }
 
 static size_t v2_smem(Block b) {

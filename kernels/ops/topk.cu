@@ -84,6 +84,17 @@
 //                    slices of log2(score)), places the keys by bucket, and a warp per key counts
 //                    its bucket only. Under 3,072 survivors (where the buckets' own cost is more
 //                    than the pairs they save), v10's count. The same front, list and output.
+//   v13_letterboxed_front exact: at 4K the letterbox (v7) is a fifth of v12's frame, and all it
+//                    does where the frame fills the plane at scale 1 is turn each pixel into its
+//                    gray: a 4-byte plane written, then read back by the front. v13 does the
+//                    letterbox's work in the front itself there (letterbox skipped too): the
+//                    front reads the camera frame, each lane converts its own two pixels (letterbox
+//                    v7's expression on the same bytes: the plane's values bit for bit) and takes
+//                    the four taps around them from its neighbour lanes, so the outermost lane's
+//                    blur is wrong and the apron grows to 3 lanes (52 of a warp's 64 columns
+//                    written, not 56). Rows of pad above and below (a 1280x720 camera in
+//                    1280x736) are the pad's gray, in the edge path. Elsewhere (a resize, pad
+//                    columns): letterbox v7 into a plane of the stage's own, then v12.
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
 #include <cooperative_groups.h>
@@ -104,6 +115,7 @@
 #include "front_kernels.cuh"
 #include "keypoints.h"
 #include "launch.cuh"
+#include "letterbox_gray.cuh"
 
 namespace lab::ops {
 
@@ -276,6 +288,24 @@ inline DiffStats topk_front_compare(const CompareArgs& a) {
   t.in = &map, t.got = &kp, t.ref = &kp_ref, t.out_names = &kp_name, t.variant = &exact;
   merge_diff(d, topk_compare(t));
   return d;
+}
+
+// ---- v13_letterboxed_front: reference and slots ------------------------------------------------
+
+// Reads the camera frame (letterbox's input); writes what v9 to v12 write, at letterbox's size
+// ("letterbox.width", "letterbox.height": the runner passes a fused stage's parameters).
+inline std::vector<ImageDesc> topk_frame_shape(const std::vector<ImageDesc>& in,
+                                               const ParamMap& p) {
+  const ImageDesc plane =
+      find_op("letterbox").def.shape({in[0]}, fused_params(p, "letterbox")).at(0);
+  return topk_front_shape({plane}, p);
+}
+
+// letterbox's CPU reference, then v9 to v12's on its plane.
+inline void topk_frame_reference(const StageArgs& a) {
+  HostImage plane(a.out[1].desc);
+  run_reference("letterbox", {a.in[0]}, {plane.ref()}, fused_params(a.params, "letterbox"));
+  topk_front_reference(StageArgs{{plane.ref()}, a.out, a.params, a.block});
 }
 
 // Device-side state of one frame's selection, zeroed before the histogram.
@@ -816,6 +846,61 @@ struct TopkListSink {
       atomicAdd(&sc->hist[uint32_t(key >> kV4Shift)], 1u);
     }
   }
+};
+
+// ---- v13: the letterbox's gray made in the front -----------------------------------------------
+
+// Pixels x and x + 1 (x even) of a frame row as 2C bytes (byte 0 first): one word (gray), two
+// words funnel-shifted by 0 or 2 bytes (BGR: 3x is even), one 8-byte load (BGRA). The launch
+// checks the row alignment these need; an interior pair ends 3 pixels before the row does, so
+// no load passes its end.
+template <int C>
+__device__ __forceinline__ uint2 pair_bytes(const uint8_t* row, int x) {
+  if (C == 4) return __ldg(reinterpret_cast<const uint2*>(row + 4 * x));
+  const int o = C * x, shift = 8 * (o & 3);
+  const auto* w = reinterpret_cast<const uint32_t*>(row + (o & ~3));
+  const uint32_t w0 = __ldg(w);
+  if (C == 1) return {w0 >> shift, 0u};
+  const uint32_t w1 = __ldg(w + 1);
+  return {__funnelshift_r(w0, w1, shift), w1 >> shift};
+}
+
+// The front's rows from a C-channel camera frame as wide as the plane at scale 1 (the pair
+// kernel's Src, front_kernels.cuh): plane row y is frame row y - oy, or the pad's gray outside
+// the frame (only edge-path blocks read those). A lane converts its own pair and takes the taps
+// x - 2, x - 1, x + 2, x + 3 from the lanes beside it; lanes 0 and 31 have none on one side
+// (their blur is wrong), hence 3 apron lanes.
+template <int C>
+struct FrameSource {
+  static constexpr int kApron = 3;
+  ImageView<const uint8_t> frame;
+  int oy;    // the plane row of the frame's row 0
+  int rows;  // the plane's rows
+  __device__ int width() const { return frame.width; }
+  __device__ int height() const { return rows; }
+  __device__ bool plain_rows(int lo, int hi) const { return lo >= oy && hi <= oy + frame.height; }
+  template <bool EDGE>
+  struct Rows {
+    FrameSource s;
+    int x;
+    __device__ Rows(const FrameSource& src, int x_) : s(src), x(x_) {}
+    __device__ void taps(int yr, float (&tap)[6]) const {
+      constexpr unsigned FULL = 0xffffffffu;
+      float g0 = LETTERBOX_PAD, g1 = LETTERBOX_PAD;
+      const int sy = (EDGE ? clampi(yr, 0, s.rows - 1) : yr) - s.oy;
+      if (!EDGE) {
+        const uint2 b = pair_bytes<C>(s.frame.row(sy), x);
+        g0 = gray_at<C, 0>(b), g1 = gray_at<C, C>(b);
+      } else if (sy >= 0 && sy < s.frame.height) {  // uniform: the whole warp is on row sy
+        const int w = s.frame.width;
+        g0 = ldg_gray<C>(s.frame, clampi(x, 0, w - 1), sy);
+        g1 = ldg_gray<C>(s.frame, clampi(x + 1, 0, w - 1), sy);
+      }
+      tap[0] = __shfl_up_sync(FULL, g0, 1), tap[1] = __shfl_up_sync(FULL, g1, 1);
+      tap[2] = g0, tap[3] = g1;
+      tap[4] = __shfl_down_sync(FULL, g0, 1), tap[5] = __shfl_down_sync(FULL, g1, 1);
+    }
+  };
 };
 
 // v9's selection: v7's, from the front's list; a plain launch (the list is complete when it
@@ -1360,25 +1445,42 @@ static bool pair_front_pays(int width, int height, Block block) {
   return double(g.x) * g.y >= 2.0 * per_sm * std::max(1, device_info().sms);
 }
 
-// v9 to v11: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane. The front
-// lists the survivors; `rank` selects and ranks them. `pairs`: nms v6's front where it pays
-// (v11), else v5's (v9, v10); v5's too where the planes' rows are not 8-byte aligned (never, for
-// the lab's pitched planes).
+// v9 to v13's list: zeroed counters (scratch slot 4) and room for a key per pixel (slot 5; v2's
+// path below uses 0 to 3), and the sink the front lists into.
+static TopkListSink listed_sink(LaunchContext& ctx, int width, int height) {
+  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 4));
+  auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * size_t(width) * height, 5));
+  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
+  return TopkListSink{sc, list, uint32_t(width)};
+}
+
+// After the front: `rank` selects and ranks the listed survivors; past the cap, v2 on the map.
 using ListedRankKernel = void (*)(const TopkV4Scratch*, const uint64_t*, uint32_t, uint32_t,
                                   ImageView<float>);
+static void rank_listed(LaunchContext& ctx, const StageArgs& a, const char* name,
+                        ListedRankKernel rank, const TopkListSink& sink) {
+  const auto kp = a.out[0].view<float>();
+  const uint32_t k = uint32_t(kp.width);
+  if (k > kV4Cap || !topk_optin().v4) {  // v2's exact path on the map; the list goes unread
+    StageArgs v2 = a;
+    v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
+    return launch_v2(ctx, v2);
+  }
+  launch(ctx, name, rank, dim3(std::max(1, device_info().sms)), dim3(kV4Threads), kV4Smem, sink.sc,
+         sink.list, k, sink.width, kp);
+}
+
+// v9 to v12: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane. The front
+// lists the survivors; `rank` selects and ranks them. `pairs`: nms v6's front where it pays
+// (v11, v12), else v5's (v9, v10); v5's too where the planes' rows are not 8-byte aligned (never,
+// for the lab's pitched planes).
 static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* name,
                           ListedRankKernel rank, bool pairs = false) {
   const auto src = a.in[0].view<const float>();
   const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
-  const auto kp = a.out[0].view<float>();
-  const uint32_t n = uint32_t(src.width) * uint32_t(src.height), k = uint32_t(kp.width);
   const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
   const dim3 block(a.block.x, a.block.y);
-  // Scratch slots 4 and 5: v2's path below uses 0 to 3.
-  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 4));
-  auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * n, 5));
-  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
-  const TopkListSink sink{sc, list, uint32_t(src.width)};
+  const TopkListSink sink = listed_sink(ctx, src.width, src.height);
   if (pairs && pair_front_pays(src.width, src.height, a.block) &&
       front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch)) {
     const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
@@ -1387,20 +1489,14 @@ static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* na
     // where nms v6 gained 54 -> 50 us from it; why is not established (ncu: 15 % of the warps
     // resident on average, against 18 %).
     launch(ctx, "topk_pair_front_listed",
-           nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink, false>, grid, block, 0, src, blur,
-           map, hk, thr, sink, FrontOrder{});
+           nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink, false>, grid, block, 0,
+           PlaneSource{src}, blur, map, hk, thr, sink, FrontOrder{});
   } else {
     launch(ctx, "topk_front_listed", nms_v5_fused_front_kernel<FRONT_ROWS, TopkListSink>,
            front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS), block, 0, src, blur,
            map, hk, thr, sink);
   }
-  if (k > kV4Cap || !topk_optin().v4) {  // v2's exact path on the map; the list goes unread
-    StageArgs v2 = a;
-    v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
-    return launch_v2(ctx, v2);
-  }
-  launch(ctx, name, rank, dim3(std::max(1, device_info().sms)), dim3(kV4Threads), kV4Smem, sc, list,
-         k, uint32_t(src.width), kp);
+  rank_listed(ctx, a, name, rank, sink);
 }
 
 static void launch_v9(LaunchContext& ctx, const StageArgs& a) {
@@ -1417,6 +1513,55 @@ static void launch_v11(LaunchContext& ctx, const StageArgs& a) {
 
 static void launch_v12(LaunchContext& ctx, const StageArgs& a) {
   launch_listed(ctx, a, "topk_bucket_rank", topk_bucket_rank_kernel, true);
+}
+
+// v13: in[0] the camera frame; out as v9 to v12's. Where the frame fills the plane's width at
+// scale 1 (pad rows or none), the front reads the frame (FrameSource), whatever the frame's size
+// (at 1280x736 a pair front is slower than v5's, but letterbox's launch and plane go), then v12's
+// rank. Elsewhere, or where a frame row is not aligned for pair_bytes: letterbox v7 (its own
+// launch) into a plane in scratch slot 6, then v12.
+static void launch_v13(LaunchContext& ctx, const StageArgs& a) {
+  const auto frame = a.in[0].view<const uint8_t>();
+  const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
+  const int c = frame.channels;
+  const LetterboxGeometry g = letterbox_geometry(frame.width, frame.height, map.width, map.height);
+  const size_t frame_align = c == 4 ? 8 : 4;  // pair_bytes's loads
+  const bool scale1 = g.rw == frame.width && g.rh == frame.height && g.rw == map.width;
+  const bool aligned =
+      ((reinterpret_cast<size_t>(frame.data) | frame.pitch) & (frame_align - 1)) == 0 &&
+      ((reinterpret_cast<size_t>(blur.data) | reinterpret_cast<size_t>(map.data) | blur.pitch |
+        map.pitch) &
+       7) == 0;  // the pairs' 8-byte stores
+  if (!scale1 || (c != 1 && c != 3 && c != 4) || !aligned) {
+    const size_t pitch = (size_t(map.width) * sizeof(float) + 255) & ~size_t(255);
+    const ImageRef plane{ImageDesc{map.width, map.height, 1, PixelType::F32},
+                         ctx.scratch(pitch * size_t(map.height), 6), pitch};
+    StageArgs lb = a;
+    lb.params = fused_params(a.params, "letterbox");
+    lb.out = {plane}, lb.block = {32, 4};  // letterbox v7's default block
+    launch_letterbox_v7(ctx, lb);
+    StageArgs v12 = a;
+    v12.in = {plane};
+    return launch_v12(ctx, v12);
+  }
+  const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
+  const TopkListSink sink = listed_sink(ctx, map.width, map.height);
+  const dim3 grid =
+      front_grid(map.width, map.height, a.block, pair_cols(FrameSource<3>::kApron), FRONT_ROWS);
+  const dim3 block(a.block.x, a.block.y);
+  const std::string label = "topk_frame_front_listed<" + std::to_string(c) + ">";
+  auto front = [&](auto source) {
+    launch(ctx, label.c_str(),
+           nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink, false, decltype(source)>, grid,
+           block, 0, source, blur, map, hk, thr, sink, FrontOrder{});
+  };
+  if (c == 1)
+    front(FrameSource<1>{frame, g.oy, map.height});
+  else if (c == 3)
+    front(FrameSource<3>{frame, g.oy, map.height});
+  else
+    front(FrameSource<4>{frame, g.oy, map.height});
+  rank_listed(ctx, a, "topk_bucket_rank", topk_bucket_rank_kernel, sink);
 }
 
 // ---- variant table ---------------------------------------------------------------------------
@@ -1509,14 +1654,28 @@ OpDef topk_op() {
        "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
        "v11 compares every pair of the 5,339 keys of graf1.png at 4K (28.5 M comparisons, half "
        "the rank's 12 us); a bucket holds a few keys"},
+      {"v13_letterboxed_front",
+       "exact: v12 with the letterbox done in the front where the frame fills the plane's width "
+       "at scale 1 (4K into 4K; a 1280x720 camera into 1280x736): a lane converts its own two "
+       "pixels of the frame and takes its taps from the lanes beside it (52 of 64 columns "
+       "written); elsewhere letterbox v7, then v12 (letterbox skipped too)",
+       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v13, nullptr,
+       {"letterbox", "blur", "sobel", "harris", "nms"}, {"input"}, topk_frame_reference,
+       "as v12_bucketed_count, after letterbox's CPU reference: the map and the blur plane "
+       "against the CPU chain as nms/v5_fused_front's; the keypoints exact, row for row, for the "
+       "map the kernel wrote. On the GPU, letterbox v7 and v12's bytes",
+       "letterbox v7 (18 us at 4K) and its 4-byte plane go: 42 % fewer bytes than v7 + v12 (the "
+       "Orin estimate's gain); but the front is bound by its instructions and now converts each "
+       "pixel 2.15 times (strips overlap, 7 % more warps): on the H200 it took 77-79 us at 4K "
+       "against v12's 58-61, and the frame is 2-3 us slower"},
   };
   // clang-format on
-  for (VariantDef& v : op.variants) {  // v9 to v11 write the front's slots too, from the
+  for (VariantDef& v : op.variants) {  // v9 to v13 write the front's slots too, from the
     if (v.launch != launch_v9 && v.launch != launch_v10 && v.launch != launch_v11 &&
-        v.launch != launch_v12)
-      continue;  // letterbox plane
+        v.launch != launch_v12 && v.launch != launch_v13)
+      continue;  // letterbox plane (v13: from the frame)
     v.outputs = {slots::kKeypoints, slots::kNms, "blur"};
-    v.shape = topk_front_shape;
+    v.shape = v.launch == launch_v13 ? topk_frame_shape : topk_front_shape;
     v.compare = topk_front_compare;
   }
   return op;
