@@ -1517,9 +1517,10 @@ static void launch_v12(LaunchContext& ctx, const StageArgs& a) {
 
 // v13: in[0] the camera frame; out as v9 to v12's. Where the frame fills the plane's width at
 // scale 1 (pad rows or none), the front reads the frame (FrameSource), whatever the frame's size
-// (at 1280x736 a pair front is slower than v5's, but letterbox's launch and plane go), then v12's
-// rank. Elsewhere, or where a frame row is not aligned for pair_bytes: letterbox v7 (its own
-// launch) into a plane in scratch slot 6, then v12.
+// (so that the step shows its cost everywhere: on the H200 the frame is 2-3 us slower at 4K and
+// 7-10 at 1280x736, where a pair front also has too few warps), then v12's rank. Elsewhere, or
+// where a frame row is not aligned for pair_bytes: letterbox v7 (its own launch) into a plane in
+// scratch slot 6, then v12.
 static void launch_v13(LaunchContext& ctx, const StageArgs& a) {
   const auto frame = a.in[0].view<const uint8_t>();
   const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
