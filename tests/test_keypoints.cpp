@@ -774,7 +774,9 @@ TEST_SUITE("gpu") {
          std::vector<std::pair<int, int>>{{1001, 333}, {64, 48}, {40, 7}, {1, 1}})
       inputs.emplace_back("synthetic", io::synthetic_frame(w, h));
     auto wxh = [](int a, int b) { return std::to_string(a) + "x" + std::to_string(b); };
-    for (const auto& [name, in] : inputs) {
+    for (const auto& input : inputs) {  // not a structured binding: INFO captures these
+      const std::string& name = input.first;
+      const HostImage& in = input.second;
       const int w = in.desc().width, h = in.desc().height, c = in.desc().channels;
       const bool big = size_t(w) * h > 4000000;
       for (const std::string& size :
@@ -894,7 +896,7 @@ TEST_SUITE("gpu") {
       const HostImage in = io::load_image(data_path(file));
       const int w = in.desc().width, h = in.desc().height;
       auto wxh = [](int a, int b) { return std::to_string(a) + "x" + std::to_string(b); };
-      for (const std::string size :
+      for (const std::string& size :
            {wxh(w, h), wxh(w, h + 17), wxh(w + 7, h), wxh(w + 2, h + 3), std::string("17x13")})
         for (const std::string math : {"precise", "fast"})
           for (const Block& b : v7.blocks) {
