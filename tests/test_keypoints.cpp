@@ -110,8 +110,9 @@ void for_each_config(bool gpu, const std::string& op,
 
 // topk's variants that do the dense front's work too (their input is the letterbox plane; v13's
 // the frame, letterbox's work done in the front at scale 1).
-const std::vector<std::string> kListed = {"v9_listed_front", "v10_counted_rank", "v11_pair_front",
-                                          "v12_bucketed_count", "v13_letterboxed_front"};
+const std::vector<std::string> kListed = {"v9_listed_front",       "v10_counted_rank",
+                                          "v11_pair_front",        "v12_bucketed_count",
+                                          "v13_letterboxed_front", "v14_selected_once"};
 const std::string kFrameFront = "v13_letterboxed_front";
 bool listed(const std::string& v) {
   return std::count(kListed.begin(), kListed.end(), v) > 0;
@@ -696,7 +697,7 @@ TEST_SUITE("gpu") {
   }
 
   LAB_GPU_CASE(
-      "topk v9 to v13 (listed fronts) on the GPU: the default pipeline's bytes, every block and "
+      "topk v9 to v14 (listed fronts) on the GPU: the default pipeline's bytes, every block and "
       "math mode, K at and past the cap, every pixel a candidate, real images") {
     // chessboard.png: its corners tie, score for score (the keys differ by the index only).
     const std::vector<std::string> files = {"box_in_scene.png", "graf1.png", "coffee.png",
@@ -729,14 +730,16 @@ TEST_SUITE("gpu") {
             }
           }
         // K = 1, at the 8192 cap and past it (the front, then v2); threshold 0 leaves every
-        // local maximum, tens of thousands of candidates (the select refines; v10 takes v9's
-        // path); lower thresholds put the survivors between K and v10's 8192 (the log says
-        // how many).
+        // local maximum, tens of thousands of survivors (v10 takes v9's path; v14 selects its
+        // candidates once: over 3,072 of them with K = 4096, fewer with K = 1000 (v10's count
+        // of them), past the cap with K = 8192 (the select refines)); lower thresholds put the
+        // survivors between K and v10's 8192 (the log says how many).
         for (const std::vector<std::string>& params : {std::vector<std::string>{"topk.k=1"},
                                                        {"topk.k=8192"},
                                                        {"topk.k=9000"},
                                                        {"nms.threshold=0", "topk.k=4096"},
                                                        {"nms.threshold=0", "topk.k=8192"},
+                                                       {"nms.threshold=0", "topk.k=1000"},
                                                        {"nms.threshold=0.0003", "topk.k=4096"},
                                                        {"nms.threshold=0.0001", "topk.k=4096"},
                                                        {"nms.threshold=0.00003", "topk.k=2000"}}) {
@@ -862,6 +865,42 @@ TEST_SUITE("gpu") {
     }
   }
 
+  LAB_GPU_CASE(
+      "topk v14 past the cap: a real 4K photo's tens of thousands of survivors, v12's bytes, "
+      "every math mode") {
+    // pier_4k.jpg keeps 32,140 survivors at 4K: v14's candidates are selected once (K = 4096:
+    // v12's buckets on them; K = 1: v10's count), or, with K = 8192, overflow a block and take
+    // v9's refining select. 3833x2157: odd, and rescaled.
+    const HostImage pier = io::load_image(data_path("pier_4k.jpg"));
+    for (const std::string size : {"3840x2160", "3833x2157"})
+      for (const std::string math : {"precise", "fast"})
+        for (const std::string k : {"topk.k=4096", "topk.k=1", "topk.k=8192"}) {
+          INFO(size << " " << math << " " << k);
+          const auto twelve =
+              run_pipeline(Backend::Cuda, pier, size, {"topk=v12_bucketed_count"}, {k}, math);
+          const auto one =
+              run_pipeline(Backend::Cuda, pier, size, {"topk=v14_selected_once"}, {k}, math);
+          for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+            CHECK_MESSAGE(same_bytes(twelve->read_slot(slot), one->read_slot(slot)),
+                          std::string(slot));
+          bool selected = false;
+          for (const LaunchRecord& l : one->launches())
+            selected |= l.kernel == "topk_selected_rank";
+          CHECK(selected);
+          const auto m = one->read_slot("nms");
+          size_t survivors = 0;
+          for (int y = 0; y < m.desc().height; ++y)
+            for (int x = 0; x < m.desc().width; ++x)
+              survivors += m.view<const float>().at(x, y) != 0.0f;
+          CHECK(survivors > 8192);
+          if (k != "topk.k=4096" || math != "precise") continue;
+          const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
+          CHECK_MESSAGE(d.pass(), d.detail());
+          MESSAGE("pier_4k.jpg -> " << size << ": " << survivors
+                                    << " survivors; v14 vs the CPU chain: " << d.detail());
+        }
+  }
+
   LAB_GPU_CASE("letterbox v6 gives v5's bytes at every scale (each reuse path), every block") {
     // Enlarged (pairs reused): box_in_scene (gray) and graf1 (BGR) to 3840x2160 and 1280x736.
     // Shrunk by up to 1.6x (v5's reuse): box_in_scene to 1001x333. Further (v4, no reuse):
@@ -922,7 +961,7 @@ TEST_SUITE("gpu") {
     for (const std::string topk :
          {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch", "v6_in_flight",
           "v7_binned_rank", "v8_shared_select", "v9_listed_front", "v10_counted_rank",
-          "v11_pair_front", "v12_bucketed_count", "v13_letterboxed_front"}) {
+          "v11_pair_front", "v12_bucketed_count", "v13_letterboxed_front", "v14_selected_once"}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, "topk=" + topk);

@@ -1194,6 +1194,102 @@ __global__ void __launch_bounds__(kV4Threads)
     write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
 }
 
+// ---- v14: past the cap, the candidates selected once ----------------------------------------
+
+// v9 to v12 rank more than kV4Cap survivors (a textured 4K frame: 32,140 on pier_4k.jpg) by v7's
+// select in every block: each of the grid's blocks reads the whole list and ranks within the
+// level-0 bins (20.7 us on pier_4k.jpg at 4K, against v12's 5.9 on the synthetic frame's few
+// thousand survivors). Past the cap v14 reads the list once over the grid, as v8 reads the map:
+// every block scans the front's level-0 histogram (the same scan in every block) for each bin's
+// first place (bins descending) and the bin of the K-th key; each block places its slice's keys
+// from that bin up in their bins' ranges of a list of candidates in global memory (a counter per
+// bin); after a grid-wide barrier a warp ranks a candidate by counting the greater keys of its
+// own bin, read from the L2 (a bin is 1/16 of an octave of score: a few to a few hundred keys).
+// Every key above a candidate is a candidate, so its rank among them is its rank. Where the
+// candidates overflow kV4Cap (a plateau of equal scores in the K-th key's bin), v9's refining
+// select. At or under the cap, v12's rank: the same branch in every block (n is the grid's), no
+// barrier taken. A cooperative launch: the barrier needs every block resident (one per SM).
+struct TopkV14Scratch {
+  TopkV4Scratch v4;        // the front's counters, zeroed with the fills by one memset
+  uint32_t fill[kV4Bins];  // candidates placed so far, per level-0 bin
+};
+
+// start[b] (kV4Bins, shared): the survivors in the level-0 bins above b (bins descending);
+// sel[0]: the bin of the K-th key, sel[1]: the survivors in it and above. The caller guarantees
+// more than k survivors. The histogram is copied into `start` first, coalesced: the scan gives a
+// thread 8 adjacent bins, and read from the L2 in that layout (as v7's and v9's selects read it)
+// a warp's load touches 32 sectors for 4 bytes of each; ncu counted 81 % of v14's first build's
+// L2 sectors excess, 8x the histogram's 32 KB per block.
+__device__ void topk_v14_starts(const uint32_t* hist, uint32_t k, uint32_t* start, uint32_t* sel) {
+  using Scan = cub::BlockScan<uint32_t, kV4Threads>;
+  __shared__ typename Scan::TempStorage tmp;
+  constexpr int kPer = kV4Bins / kV4Threads;
+  static_assert(kPer == 8, "a thread's bins are two 16-byte words");
+  uint32_t h[kPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) h[j] = __ldcg(&hist[j * kV4Threads + int(threadIdx.x)]);
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) start[j * kV4Threads + int(threadIdx.x)] = h[j];
+  __syncthreads();
+  const int lo = kPer * (kV4Threads - 1 - int(threadIdx.x));  // this thread's bins [lo, lo + 8)
+  uint4* mine = reinterpret_cast<uint4*>(start + lo);
+  const uint4 q0 = mine[0], q1 = mine[1];
+  const uint32_t c[kPer] = {q1.w, q1.z, q1.y, q1.x, q0.w, q0.z, q0.y, q0.x};  // bins descending
+  uint32_t sum = 0;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) sum += c[j];
+  uint32_t before = 0;
+  Scan(tmp).ExclusiveSum(sum, before);  // a thread writes back only the bins it read
+  uint32_t s[kPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    s[j] = before;
+    if (before < k && before + c[j] >= k)
+      sel[0] = uint32_t(lo + kPer - 1 - j), sel[1] = before + c[j];
+    before += c[j];
+  }
+  mine[0] = make_uint4(s[7], s[6], s[5], s[4]), mine[1] = make_uint4(s[3], s[2], s[1], s[0]);
+  __syncthreads();
+}
+
+__global__ void __launch_bounds__(kV4Threads)
+    topk_selected_rank_kernel(TopkV14Scratch* sc, const uint64_t* list, uint64_t* cand, uint32_t k,
+                              uint32_t width, ImageView<float> kp) {
+  extern __shared__ __align__(16) uint64_t smem[];
+  __shared__ uint32_t sel[2];
+  const uint32_t n = __ldcg(&sc->v4.count);
+  if (n <= kV4Cap) {  // v12's rank (k <= kV4Cap: the launcher's)
+    if (n < kV12MinBuckets) return topk_count_rank(list, n, k, width, kp, smem);
+    return topk_bucket_rank(list, n, k, width, kp, smem);
+  }
+  uint32_t* start = reinterpret_cast<uint32_t*>(smem);  // kV4Bins
+  topk_v14_starts(sc->v4.hist, k, start, sel);          // n > kV4Cap >= k
+  const uint32_t bin0 = sel[0], m = sel[1];             // the candidates: bins >= bin0
+  if (m > kV4Cap) {
+    __syncthreads();  // start and sel read; smem is the select's now
+    return topk_select_rank_binned(&sc->v4, list, k, width, kp, smem);
+  }
+  for_each_in_slice(list, n, [&](uint64_t key) {
+    const uint32_t b = uint32_t(key >> kV4Shift);
+    if (b >= bin0) cand[start[b] + atomicAdd(&sc->fill[b], 1u)] = key;
+  });
+  cooperative_groups::this_grid().sync();  // m >= k candidates placed: no pad rows
+  const int lane = int(threadIdx.x) & 31;
+  const uint32_t warps = gridDim.x * (kV4Threads / 32);
+  for (uint32_t p = blockIdx.x * (kV4Threads / 32) + (threadIdx.x >> 5); p < m; p += warps) {
+    const uint64_t key = __ldcg(&cand[p]);
+    const uint32_t b = uint32_t(key >> kV4Shift);
+    const uint32_t lo = start[b], hi = b ? start[b - 1] : m;  // the bin's range
+    uint32_t greater = 0;
+    for (uint32_t j = lo + uint32_t(lane); j < hi; j += 32) greater += __ldcg(&cand[j]) > key;
+    greater = lo + __reduce_add_sync(0xFFFFFFFFu, greater);
+    if (lane == 0 && greater < k) {
+      const uint32_t idx = topk_key_index(key);
+      write_keypoint(kp, int(greater), float(idx % width), float(idx / width), topk_key_score(key));
+    }
+  }
+}
+
 // ---- launchers -------------------------------------------------------------------------------
 
 struct TopkIo {
@@ -1314,7 +1410,7 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
 // holds at once (one per SM here), 0 when it cannot run.
 struct TopkOptIn {
   bool v4 = false;
-  int v5_grid = 0, v6_grid = 0, v7_grid = 0, v8_grid = 0;
+  int v5_grid = 0, v6_grid = 0, v7_grid = 0, v8_grid = 0, v14_grid = 0;
 };
 static std::mutex g_optin_mu;
 static bool g_optin_valid = false;
@@ -1338,7 +1434,8 @@ static TopkOptIn topk_optin() {
                           reinterpret_cast<const void*>(topk_shared_select_kernel),
                           reinterpret_cast<const void*>(topk_listed_rank_kernel),
                           reinterpret_cast<const void*>(topk_counted_rank_kernel),
-                          reinterpret_cast<const void*>(topk_bucket_rank_kernel)})
+                          reinterpret_cast<const void*>(topk_bucket_rank_kernel),
+                          reinterpret_cast<const void*>(topk_selected_rank_kernel)})
       LAB_CUDA_CHECK(
           cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kV4Smem)));
     o.v4 = true;
@@ -1356,6 +1453,7 @@ static TopkOptIn topk_optin() {
     o.v6_grid = grid_of(reinterpret_cast<const void*>(topk_in_flight_kernel));
     o.v7_grid = grid_of(reinterpret_cast<const void*>(topk_binned_rank_kernel));
     o.v8_grid = grid_of(reinterpret_cast<const void*>(topk_shared_select_kernel));
+    o.v14_grid = grid_of(reinterpret_cast<const void*>(topk_selected_rank_kernel));
   }
   g_optin = o, g_optin_valid = true;
   return o;
@@ -1445,12 +1543,14 @@ static bool pair_front_pays(int width, int height, Block block) {
   return double(g.x) * g.y >= 2.0 * per_sm * std::max(1, device_info().sms);
 }
 
-// v9 to v13's list: zeroed counters (scratch slot 4) and room for a key per pixel (slot 5; v2's
-// path below uses 0 to 3), and the sink the front lists into.
-static TopkListSink listed_sink(LaunchContext& ctx, int width, int height) {
-  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 4));
+// v9 to v14's list: zeroed counters (scratch slot 4: `counters` bytes, TopkV4Scratch first;
+// v14's fills after it) and room for a key per pixel (slot 5; v2's path below uses 0 to 3), and
+// the sink the front lists into.
+static TopkListSink listed_sink(LaunchContext& ctx, int width, int height,
+                                size_t counters = sizeof(TopkV4Scratch)) {
+  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(counters, 4));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * size_t(width) * height, 5));
-  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
+  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, counters, ctx.stream()));
   return TopkListSink{sc, list, uint32_t(width)};
 }
 
@@ -1470,17 +1570,17 @@ static void rank_listed(LaunchContext& ctx, const StageArgs& a, const char* name
          sink.list, k, sink.width, kp);
 }
 
-// v9 to v12: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane. The front
-// lists the survivors; `rank` selects and ranks them. `pairs`: nms v6's front where it pays
-// (v11, v12), else v5's (v9, v10); v5's too where the planes' rows are not 8-byte aligned (never,
+// v9 to v12 and v14: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane. The
+// front lists the survivors into the sink it returns. `pairs`: nms v6's front where it pays (v11,
+// v12, v14), else v5's (v9, v10); v5's too where the planes' rows are not 8-byte aligned (never,
 // for the lab's pitched planes).
-static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* name,
-                          ListedRankKernel rank, bool pairs = false) {
+static TopkListSink launch_listed_front(LaunchContext& ctx, const StageArgs& a, bool pairs,
+                                        size_t counters = sizeof(TopkV4Scratch)) {
   const auto src = a.in[0].view<const float>();
   const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
   const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
   const dim3 block(a.block.x, a.block.y);
-  const TopkListSink sink = listed_sink(ctx, src.width, src.height);
+  const TopkListSink sink = listed_sink(ctx, src.width, src.height, counters);
   if (pairs && pair_front_pays(src.width, src.height, a.block) &&
       front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch)) {
     const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
@@ -1496,7 +1596,13 @@ static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* na
            front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS), block, 0, src, blur,
            map, hk, thr, sink);
   }
-  rank_listed(ctx, a, name, rank, sink);
+  return sink;
+}
+
+// v9 to v12: the front, then `rank` selects and ranks the survivors it listed.
+static void launch_listed(LaunchContext& ctx, const StageArgs& a, const char* name,
+                          ListedRankKernel rank, bool pairs = false) {
+  rank_listed(ctx, a, name, rank, launch_listed_front(ctx, a, pairs));
 }
 
 static void launch_v9(LaunchContext& ctx, const StageArgs& a) {
@@ -1513,6 +1619,23 @@ static void launch_v11(LaunchContext& ctx, const StageArgs& a) {
 
 static void launch_v12(LaunchContext& ctx, const StageArgs& a) {
   launch_listed(ctx, a, "topk_bucket_rank", topk_bucket_rank_kernel, true);
+}
+
+// v14: v12's front and list; the rank a cooperative launch (topk_selected_rank_kernel), its
+// candidates past the cap in scratch slot 7. Where K is past the cap, or the device has no
+// cooperative launch, v12's rank.
+static void launch_v14(LaunchContext& ctx, const StageArgs& a) {
+  const TopkListSink sink = launch_listed_front(ctx, a, true, sizeof(TopkV14Scratch));
+  const auto kp = a.out[0].view<float>();
+  const uint32_t k = uint32_t(kp.width);
+  const int grid = topk_optin().v14_grid;
+  if (k > kV4Cap || grid == 0)
+    return rank_listed(ctx, a, "topk_bucket_rank", topk_bucket_rank_kernel, sink);
+  auto* cand = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * kV4Cap, 7));
+  launch_cooperative(ctx, "topk_selected_rank", topk_selected_rank_kernel, dim3(grid),
+                     dim3(kV4Threads), kV4Smem,
+                     reinterpret_cast<TopkV14Scratch*>(sink.sc),  // its first member
+                     sink.list, cand, k, sink.width, kp);
 }
 
 // v13: in[0] the camera frame; out as v9 to v12's. Where the frame fills the plane's width at
@@ -1669,11 +1792,23 @@ OpDef topk_op() {
        "Orin estimate's gain); but the front is bound by its instructions and now converts each "
        "pixel 2.15 times (strips overlap, 7 % more warps): on the H200 it took 77-79 us at 4K "
        "against v12's 58-61, and the frame is 2-3 us slower"},
+      {"v14_selected_once",
+       "exact: v12, and past 8,192 survivors (a textured 4K frame) the list read once over the "
+       "grid: each block places its slice's keys from the K-th key's score bin up in their "
+       "bins' ranges of a candidate list; after a grid-wide barrier a warp ranks a candidate "
+       "against its own bin, from the L2 (one cooperative launch; v9 to v12 have every block "
+       "read the whole list and select)",
+       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v14, nullptr,
+       {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
+       "as v12_bucketed_count: the map and the blur plane against the CPU chain as "
+       "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
+       "v12 ranks pier_4k.jpg's 32,140 survivors at 4K in 20.8 us: each of the 132 blocks reads "
+       "the 257 KB list and selects from it"},
   };
   // clang-format on
-  for (VariantDef& v : op.variants) {  // v9 to v13 write the front's slots too, from the
+  for (VariantDef& v : op.variants) {  // v9 to v14 write the front's slots too, from the
     if (v.launch != launch_v9 && v.launch != launch_v10 && v.launch != launch_v11 &&
-        v.launch != launch_v12 && v.launch != launch_v13)
+        v.launch != launch_v12 && v.launch != launch_v13 && v.launch != launch_v14)
       continue;  // letterbox plane (v13: from the frame)
     v.outputs = {slots::kKeypoints, slots::kNms, "blur"};
     v.shape = v.launch == launch_v13 ? topk_frame_shape : topk_front_shape;
