@@ -731,9 +731,9 @@ TEST_SUITE("gpu") {
           }
         // K = 1, at the 8192 cap and past it (the front, then v2); threshold 0 leaves every
         // local maximum, tens of thousands of survivors (v10 takes v9's path; v14 selects its
-        // candidates once: over 3,072 of them with K = 4096, fewer with K = 1000 (v10's count
-        // of them), past the cap with K = 8192 (the select refines)); lower thresholds put the
-        // survivors between K and v10's 8192 (the log says how many).
+        // candidates once with K = 4096 and 1000, and with K = 8192 they pass the cap: v9's
+        // refining select); lower thresholds put the survivors between K and v10's 8192 (the
+        // log says how many).
         for (const std::vector<std::string>& params : {std::vector<std::string>{"topk.k=1"},
                                                        {"topk.k=8192"},
                                                        {"topk.k=9000"},
@@ -868,9 +868,9 @@ TEST_SUITE("gpu") {
   LAB_GPU_CASE(
       "topk v14 past the cap: a real 4K photo's tens of thousands of survivors, v12's bytes, "
       "every math mode") {
-    // pier_4k.jpg keeps 32,140 survivors at 4K: v14's candidates are selected once (K = 4096:
-    // v12's buckets on them; K = 1: v10's count), or, with K = 8192, overflow a block and take
-    // v9's refining select. 3833x2157: odd, and rescaled.
+    // pier_4k.jpg keeps 32,140 survivors at 4K (26,418 at 3833x2157: odd, and rescaled): v14's
+    // candidates are selected once and ranked within their bins (K = 4096; K = 1: a single bin),
+    // or, with K = 8192, pass the cap and take v9's refining select.
     const HostImage pier = io::load_image(data_path("pier_4k.jpg"));
     for (const std::string size : {"3840x2160", "3833x2157"})
       for (const std::string math : {"precise", "fast"})
