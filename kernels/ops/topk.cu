@@ -1218,8 +1218,8 @@ struct TopkV14Scratch {
 // sel[0]: the bin of the K-th key, sel[1]: the survivors in it and above. The caller guarantees
 // more than k survivors. The histogram is copied into `start` first, coalesced: the scan gives a
 // thread 8 adjacent bins, and read from the L2 in that layout (as v7's and v9's selects read it)
-// a warp's load touches 32 sectors for 4 bytes of each; ncu counted 81 % of v14's first build's
-// L2 sectors excess, 8x the histogram's 32 KB per block.
+// a warp's load touches 32 sectors for 4 bytes of each; ncu counted 81 % of the L2 sectors of
+// v14's build that read it so excess, 8x the histogram's 32 KB per block.
 __device__ void topk_v14_starts(const uint32_t* hist, uint32_t k, uint32_t* start, uint32_t* sel) {
   using Scan = cub::BlockScan<uint32_t, kV4Threads>;
   __shared__ typename Scan::TempStorage tmp;
