@@ -347,6 +347,15 @@ bool same_bytes(const HostImage& a, const HostImage& b) {
   return a.desc() == b.desc() && std::memcmp(a.bytes(), b.bytes(), a.desc().bytes()) == 0;
 }
 
+// The NMS survivors in a map: its non-zero values.
+size_t survivors_in(const HostImage& map) {
+  const auto m = map.view<const float>();
+  size_t n = 0;
+  for (int y = 0; y < m.height; ++y)
+    for (int x = 0; x < m.width; ++x) n += m.at(x, y) != 0.0f;
+  return n;
+}
+
 // The default keypoint pipeline at `size` on `in`, with the extra overrides; every output
 // poisoned before the run.
 std::unique_ptr<Runner> run_pipeline(Backend b, const HostImage& in, const std::string& size,
@@ -749,11 +758,7 @@ TEST_SUITE("gpu") {
           for (const char* slot : {"nms", "keypoints"})
             CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)),
                           std::string(slot));
-          const HostImage map = five->read_slot("nms");
-          const auto m = map.view<float>();
-          size_t survivors = 0;
-          for (int y = 0; y < m.height; ++y)
-            for (int x = 0; x < m.width; ++x) survivors += m.at(x, y) != 0.0f;
+          const size_t survivors = survivors_in(five->read_slot("nms"));
           MESSAGE(v << " " << file << " " << params.front() << " " << params.back() << ": "
                     << survivors << " survivors");
         }
@@ -820,10 +825,7 @@ TEST_SUITE("gpu") {
     const auto one = run_pipeline(Backend::Cuda, pier, "3840x2160", {"topk=" + kFrameFront});
     const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
     CHECK_MESSAGE(d.pass(), d.detail());
-    const auto m = one->read_slot("nms");
-    size_t survivors = 0;
-    for (int y = 0; y < m.desc().height; ++y)
-      for (int x = 0; x < m.desc().width; ++x) survivors += m.view<const float>().at(x, y) != 0.0f;
+    const size_t survivors = survivors_in(one->read_slot("nms"));
     MESSAGE("pier_4k.jpg -> 3840x2160: " << survivors
                                          << " survivors; vs the CPU chain: " << d.detail());
   }
@@ -887,11 +889,7 @@ TEST_SUITE("gpu") {
           for (const LaunchRecord& l : one->launches())
             selected |= l.kernel == "topk_selected_rank";
           CHECK(selected);
-          const auto m = one->read_slot("nms");
-          size_t survivors = 0;
-          for (int y = 0; y < m.desc().height; ++y)
-            for (int x = 0; x < m.desc().width; ++x)
-              survivors += m.view<const float>().at(x, y) != 0.0f;
+          const size_t survivors = survivors_in(one->read_slot("nms"));
           CHECK(survivors > 8192);
           if (k != "topk.k=4096" || math != "precise") continue;
           const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
