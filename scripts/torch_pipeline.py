@@ -132,12 +132,29 @@ def output_size(text):
     return f"{int(w)}x{int(h)}"
 
 
+def default_topk_input(lab_binary):
+    """graf1.png from the test images, found where kernel-lab finds them (kernels/core/paths.h:
+    <bin>/../share/kernel-lab/data installed, <bin>/../tests/data from a build or a bundle), else
+    beside this script in the source tree."""
+    bin_dir = os.path.dirname(os.path.abspath(lab_binary))
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.path.join(bin_dir, "..", "share", "kernel-lab", "data"),
+              os.path.join(bin_dir, "..", "tests", "data"),
+              os.path.join(here, "..", "tests", "data")):
+        path = os.path.normpath(os.path.join(d, "graf1.png"))
+        if os.path.isfile(path):
+            return path
+    sys.exit("torch_pipeline.py: graf1.png not found beside kernel-lab or this script; "
+             "pass --topk-input IMAGE")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lab", required=True, help="the kernel-lab binary")
     ap.add_argument("--input", default="synthetic", help="kernel-lab --input for the pipeline")
     ap.add_argument("--topk-input", default=None,
-                    help="image for the top-K comparison (default: the data folder's graf1.png)")
+                    help="image for the top-K comparison (default: graf1.png from the test images, "
+                         "found where kernel-lab finds them)")
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--size", default="1280x736", type=output_size,
                     help="the pipeline's output size, WxH")
@@ -176,8 +193,7 @@ def main():
         inter = len(t_set & l_set)
 
         # Top-K of 4096 from 2^20 scores: one NMS map, both sides.
-        topk_input = a.topk_input or os.path.join(os.path.dirname(os.path.abspath(a.lab)),
-                                                  "..", "data", "graf1.png")
+        topk_input = a.topk_input or default_topk_input(a.lab)
         common = ["--input", topk_input, "--size", "1024x1024", "--param", "nms.threshold=0"]
         lab(a.lab, "run", *common, "--dump", tmp)
         nms = torch.from_numpy(np.load(os.path.join(tmp, "nms.npy"))).to(dev).flatten()
