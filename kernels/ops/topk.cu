@@ -1585,9 +1585,12 @@ static TopkListSink launch_listed_front(LaunchContext& ctx, const StageArgs& a, 
       front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch)) {
     const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
     // In launch order, without nms v6's remap to interior blocks first: with the remap this
-    // kernel took 67-71 us at 3840x2160 on graf1.png (58.9 without), interior first or not,
-    // where nms v6 gained 54 -> 50 us from it; why is not established (ncu: 15 % of the warps
-    // resident on average, against 18 %).
+    // kernel took 67-71 us at 3840x2160 on graf1.png (58.9 without), where nms v6 gained
+    // 54 -> 50 us from it. The remap does cut the instruction-cache stalls here too, but with
+    // the sink it takes the kernel to 158 registers (15 % of the warps resident against 22 %),
+    // and capped at 128 it spills 6 MB: 67-70 us under ncu on pier_4k.jpg against 60.5
+    // (BENCHMARKS.md, nineteenth session). Registers are not the whole cause: at 117 (the
+    // sixteenth session's rows marked by a vote) the ordered front was slower still.
     launch(ctx, "topk_pair_front_listed",
            nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink, false>, grid, block, 0,
            PlaneSource{src}, blur, map, hk, thr, sink, FrontOrder{});
