@@ -23,7 +23,7 @@ cp scripts/gpu-proof.sh scripts/torch_pipeline.py scripts/compare_counters.py \
   tests/toy/toy_op_test.sh bundle/
 # The libraries a stock Ubuntu host lacks: the GUI stack from Debian's packages.
 ldd bundle/bin/kernel-lab bundle/bin/lab_tests | awk '/=> \//{print $3}' | sort -u |
-  grep -E 'libimgui|libglfw|libepoxy|libstb' | xargs -r -I{} cp -L {} bundle/lib/
+  { grep -E 'libimgui|libglfw|libepoxy|libstb' || true; } | xargs -r -I{} cp -L {} bundle/lib/
 ldd bundle/bin/kernel-lab | grep -v -E "linux-vdso|ld-linux" || true
 strip bundle/bin/*
 tar -cJf bundle/bin.tar.xz -C bundle bin && rm -rf bundle/bin
