@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "device.h"
 #include "device_util.cuh"
 #include "op.h"
 
@@ -40,6 +41,28 @@ void launch_cooperative(LaunchContext& ctx, const char* name, void (*kernel)(P..
   ctx.before_launch(reinterpret_cast<const void*>(kernel), name, grid, block, smem);
   LAB_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid, block,
                                              argv, smem, ctx.stream()));
+  ctx.after_launch();
+}
+
+// launch() for a kernel that may start before the previous kernel in the stream has finished:
+// cudaLaunchKernelEx with programmatic stream serialization on devices of compute capability 9.0
+// and up (elsewhere a plain launch). It starts once every block of the previous kernel has
+// issued griddepcontrol.launch_dependents or exited, so it must not read what that kernel writes
+// before a griddepcontrol.wait. Inside a graph capture the edge between the two kernel nodes
+// becomes a programmatic one; with an event recorded between the launches (each launch timed
+// apart) it starts after the previous kernel, as a plain launch does.
+template <typename... P, typename... A>
+void launch_programmatic(LaunchContext& ctx, const char* name, void (*kernel)(P...), dim3 grid,
+                         dim3 block, size_t smem, A&&... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem;
+  cfg.attrs = &attr, cfg.numAttrs = device_info().major >= 9 ? 1 : 0;
+  ctx.before_launch(reinterpret_cast<const void*>(kernel), name, grid, block, smem);
+  cfg.stream = ctx.stream();
+  LAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
   ctx.after_launch();
 }
 
