@@ -378,23 +378,21 @@ __host__ __device__ constexpr int pair_cols(int apron) {
   return 2 * (32 - 2 * apron);
 }
 
-// v5's kernel with a lane on two columns: blocks of 32 n x 1, n warps side by side on
-// pair_cols(Src::kApron) columns each (56 from the plane), in the order `order` gives (ORDERED),
-// else in launch order. The plane source's 8-byte loads and the 8-byte stores need 8-byte
-// aligned rows in all three planes; the launch checks (front_pairs_aligned) and falls back to
-// v5's kernel.
-template <int ROWS, class Sink, bool ORDERED, class Src = PlaneSource>
-__global__ void __launch_bounds__(256)
-    nms_v6_front_pairs_kernel(Src src, ImageView<float> blur, ImageView<float> dst, float k,
-                              float thr, Sink sink, FrontOrder order) {
+// Block (bx, by) of the pair front: blocks of 32 n x 1, n warps side by side on
+// pair_cols(Src::kApron) columns each (56 from the plane), ROWS rows. PATHS: 0, the block takes
+// the edge path where it crosses a border (or reads rows the source must fix up), else the
+// interior path; 1, the interior path (the caller knows the block is inside: pair_split); 2, the
+// edge path.
+template <int ROWS, int PATHS, class Sink, class Src>
+__device__ __forceinline__ void front_pairs_block(const Src& src, const ImageView<float>& blur,
+                                                  const ImageView<float>& dst, float k, float thr,
+                                                  const Sink& sink, int bx, int by) {
   static_assert(ROWS >= FRONT_HALO, "only the top strip may start above the image");
   static_assert(ROWS <= 32, "a strip's survivors are marked in one 32-bit word");
   constexpr int APRON = Src::kApron, COLS = pair_cols(APRON);
   const int w = src.width(), h = src.height();
   const int lane = threadIdx.x & 31;
   const int warps = blockDim.x >> 5;
-  int bx = int(blockIdx.x), by = int(blockIdx.y);
-  if (ORDERED) front_block(order, by * order.gx + bx, bx, by);
   const int block_x = bx * warps * COLS - 2 * APRON;  // even
   const int base = block_x + (threadIdx.x >> 5) * COLS;
   const int x = base + 2 * lane;
@@ -403,13 +401,75 @@ __global__ void __launch_bounds__(256)
   const bool w0 = inner && x < w, w1 = inner && x + 1 < w;
   // Does anything of the block's strips (blur's taps included) cross a border, or read rows the
   // source must fix up?
-  const bool edge = y0 == 0 || y0 + ROWS + FRONT_HALO > h || block_x - BLUR_R < 0 ||
-                    block_x + warps * COLS + 4 * APRON - 1 + BLUR_R > w - 1 ||
-                    !src.plain_rows(y0 - FRONT_HALO, y0 + ROWS + FRONT_HALO);
+  const bool edge =
+      PATHS == 2 || (PATHS == 0 && (y0 == 0 || y0 + ROWS + FRONT_HALO > h || block_x - BLUR_R < 0 ||
+                                    block_x + warps * COLS + 4 * APRON - 1 + BLUR_R > w - 1 ||
+                                    !src.plain_rows(y0 - FRONT_HALO, y0 + ROWS + FRONT_HALO)));
   if (edge)
     front_strip_pairs<ROWS, true>(src, blur, dst, k, thr, x, base, y0, w0, w1, sink);
   else
     front_strip_pairs<ROWS, false>(src, blur, dst, k, thr, x, base, y0, w0, w1, sink);
+}
+
+// v5's kernel with a lane on two columns (front_pairs_block), in the order `order` gives
+// (ORDERED), else in launch order. The plane source's 8-byte loads and the 8-byte stores need
+// 8-byte aligned rows in all three planes; the launch checks (front_pairs_aligned) and falls
+// back to v5's kernel.
+template <int ROWS, class Sink, bool ORDERED, class Src = PlaneSource>
+__global__ void __launch_bounds__(256)
+    nms_v6_front_pairs_kernel(Src src, ImageView<float> blur, ImageView<float> dst, float k,
+                              float thr, Sink sink, FrontOrder order) {
+  int bx = int(blockIdx.x), by = int(blockIdx.y);
+  if (ORDERED) front_block(order, by * order.gx + bx, bx, by);
+  front_pairs_block<ROWS, 0>(src, blur, dst, k, thr, sink, bx, by);
+}
+
+// ---- the pair front in two launches: the interior blocks, then the ring around them --------
+//
+// Whether block column bx (row by) of a pair front's grid, of blocks of `warps` warps, crosses a
+// border (blur's taps included): front_pairs_block's test, by columns and by rows, for a source
+// whose rows need no fix-up (PlaneSource).
+__host__ __device__ inline bool pair_col_edge(int bx, int warps, int apron, int w) {
+  const int cols = pair_cols(apron), block_x = bx * warps * cols - 2 * apron;
+  return block_x - BLUR_R < 0 || block_x + warps * cols + 4 * apron - 1 + BLUR_R > w - 1;
+}
+__host__ __device__ inline bool pair_row_edge(int by, int rows, int h) {
+  const int y0 = by * rows;
+  return y0 == 0 || y0 + rows + FRONT_HALO > h;
+}
+
+// A pair front's grid (gx x gy blocks) split into the interior blocks, bx0 <= bx < bx1 and
+// by0 <= by < by1 (none crosses a border), and the ring of the others around them.
+struct PairSplit {
+  int gx, gy, bx0, bx1, by0, by1;
+  __host__ __device__ int interior() const { return (bx1 - bx0) * (by1 - by0); }
+  __host__ __device__ int ring() const { return gx * gy - interior(); }
+  // Ring block t (0 <= t < ring()): the rows above the interior and those below it, then the
+  // columns left and right of it, row by row.
+  __device__ void ring_block(int t, int& bx, int& by) const {
+    const int above = by0 * gx, below = (gy - by1) * gx;
+    if (t < above + below) {
+      const int row = t / gx;
+      bx = t - row * gx, by = row < by0 ? row : by1 + row - by0;
+      return;
+    }
+    t -= above + below;
+    const int per_row = gx - (bx1 - bx0), row = t / per_row, c = t - row * per_row;
+    by = by0 + row, bx = c < bx0 ? c : bx1 + c - bx0;
+  }
+};
+
+// The split of a pair front's grid of blocks of `warps` warps over a w x h plane. The border
+// blocks lie at both ends of the columns and of the rows (the tests are monotone in bx and in
+// by); with no interior, the ring is the whole grid.
+inline PairSplit pair_split(int w, int h, int warps, int apron, int rows, dim3 grid) {
+  PairSplit s{int(grid.x), int(grid.y), 0, 0, 0, 0};
+  while (s.bx0 < s.gx && pair_col_edge(s.bx0, warps, apron, w)) ++s.bx0;
+  for (s.bx1 = s.bx0; s.bx1 < s.gx && !pair_col_edge(s.bx1, warps, apron, w);) ++s.bx1;
+  while (s.by0 < s.gy && pair_row_edge(s.by0, rows, h)) ++s.by0;
+  for (s.by1 = s.by0; s.by1 < s.gy && !pair_row_edge(s.by1, rows, h);) ++s.by1;
+  if (s.bx1 == s.bx0 || s.by1 == s.by0) s.bx1 = s.bx0, s.by1 = s.by0;
+  return s;
 }
 
 // The planes' rows are 8-byte aligned: v6's vector loads and stores may be used.
