@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 
+#include "device.h"
 #include "front_order.h"
 #include "image_source.h"
 #include "support.h"
@@ -110,9 +111,9 @@ void for_each_config(bool gpu, const std::string& op,
 
 // topk's variants that do the dense front's work too (their input is the letterbox plane; v13's
 // the frame, letterbox's work done in the front at scale 1).
-const std::vector<std::string> kListed = {"v9_listed_front",       "v10_counted_rank",
-                                          "v11_pair_front",        "v12_bucketed_count",
-                                          "v13_letterboxed_front", "v14_selected_once"};
+const std::vector<std::string> kListed = {
+    "v9_listed_front",       "v10_counted_rank",  "v11_pair_front", "v12_bucketed_count",
+    "v13_letterboxed_front", "v14_selected_once", "v15_split_front"};
 const std::string kFrameFront = "v13_letterboxed_front";
 bool listed(const std::string& v) {
   return std::count(kListed.begin(), kListed.end(), v) > 0;
@@ -868,6 +869,76 @@ TEST_SUITE("gpu") {
   }
 
   LAB_GPU_CASE(
+      "topk v15 (the pair front as the interior, then the ring) gives v14's bytes at 4K and odd "
+      "sizes, every block and math mode; side by side in a stream and as a graph, frame after "
+      "frame") {
+    // The interior and the ring run where v14 runs the pair front (its blocks fill the GPU twice
+    // over: these sizes) on a device with programmatic dependent launch (sm_90 and up), else
+    // v14's one launch. Odd widths and heights move the ring's last column and row of blocks;
+    // every block width, the interior's columns.
+    const bool split = device_info().major >= 9;
+    const Op& topk = find_op("topk");
+    const VariantDef& v15 = topk.def.variants.at(size_t(topk.find_variant("v15_split_front")));
+    std::vector<std::pair<std::string, HostImage>> inputs;
+    for (const std::string file : {"pier_4k.jpg", "chessboard.png"})
+      inputs.emplace_back(file, io::load_image(data_path(file)));
+    inputs.emplace_back("synthetic", io::synthetic_frame(3840, 2160));
+    for (const auto& input : inputs) {  // not a structured binding: INFO captures these
+      const std::string& name = input.first;
+      const HostImage& in = input.second;
+      for (const std::string size : {"3840x2160", "3833x2157", "3847x2177", "2560x1440"})
+        for (const std::string math : {"precise", "fast"})
+          for (const Block& b : v15.blocks) {
+            INFO(name << " -> " << size << " " << math << " block " << b.str());
+            const std::vector<std::string> block = {"topk=" + b.str()};
+            const auto fourteen =
+                run_pipeline(Backend::Cuda, in, size, {"topk=v14_selected_once"}, {}, math, block);
+            const auto one =
+                run_pipeline(Backend::Cuda, in, size, {"topk=v15_split_front"}, {}, math, block);
+            for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+              CHECK_MESSAGE(same_bytes(fourteen->read_slot(slot), one->read_slot(slot)),
+                            std::string(slot));
+            bool pairs = false;  // v14 ran the pair front
+            for (const LaunchRecord& l : fourteen->launches())
+              pairs |= l.kernel == "topk_pair_front_listed";
+            bool interior = false, ring = false, whole = false;
+            for (const LaunchRecord& l : one->launches()) {
+              interior |= l.kernel == "topk_pair_front_interior";
+              ring |= l.kernel == "topk_pair_front_ring";
+              whole |= l.kernel == "topk_pair_front_listed" || l.kernel == "topk_front_listed";
+            }
+            CHECK(interior == ring);
+            CHECK(interior != whole);
+            CHECK(interior == (split && pairs));
+            if (size == "3840x2160" && b == Block{64, 1}) CHECK(pairs);
+          }
+    }
+    // Three frames in a stream without an event between the launches (the ring starts while the
+    // interior runs), then three as a CUDA graph (a programmatic edge between the two nodes):
+    // the ring's count of finished blocks starts again from zero each frame.
+    const HostImage pier = io::load_image(data_path("pier_4k.jpg"));
+    const auto eager = run_pipeline(Backend::Cuda, pier, "3840x2160", {"topk=v14_selected_once"});
+    for (const bool graph : {false, true}) {
+      PipelineConfig p = default_pipeline();
+      apply_variant(p, "topk=v15_split_front");
+      apply_size(p, "3840x2160");
+      Runner r(Backend::Cuda);
+      r.configure(p, pier.desc());
+      r.set_input(pier);
+      r.set_per_launch_timing(false);
+      r.set_graph(graph);
+      for (int frame = 0; frame < 3; ++frame) {
+        INFO((graph ? "graph" : "stream") << " frame " << frame);
+        for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
+        r.run();
+        CHECK(r.graph() == graph);
+        for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+          CHECK_MESSAGE(same_bytes(eager->read_slot(slot), r.read_slot(slot)), std::string(slot));
+      }
+    }
+  }
+
+  LAB_GPU_CASE(
       "topk v14 past the cap: a real 4K photo's tens of thousands of survivors, v12's bytes, "
       "every math mode") {
     // pier_4k.jpg keeps 32,140 survivors at 4K (26,418 at 3833x2157: odd, and rescaled): v14's
@@ -959,7 +1030,8 @@ TEST_SUITE("gpu") {
     for (const std::string topk :
          {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch", "v6_in_flight",
           "v7_binned_rank", "v8_shared_select", "v9_listed_front", "v10_counted_rank",
-          "v11_pair_front", "v12_bucketed_count", "v13_letterboxed_front", "v14_selected_once"}) {
+          "v11_pair_front", "v12_bucketed_count", "v13_letterboxed_front", "v14_selected_once",
+          "v15_split_front"}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, "topk=" + topk);

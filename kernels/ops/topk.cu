@@ -903,6 +903,66 @@ struct FrameSource {
   };
 };
 
+// ---- v15: the listed pair front in two launches ------------------------------------------------
+
+// Programmatic dependent launch (sm_90 and up; elsewhere no-ops, and the launch is a plain one).
+// launch_dependents: once every block of this grid has issued it (or exited), the next kernel in
+// the stream, if launched with the programmatic attribute, may start. wait: until the grid this
+// one was launched after has completed and its memory is visible.
+__device__ __forceinline__ void griddep_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void griddep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// v14's listed pair front on part of its grid (pair_split). PART 1: the interior blocks, in
+// launch order, each on the interior path; PART 2: the ring of border blocks, each on the edge
+// path, launched after PART 1 with the programmatic attribute so that its blocks start as soon as
+// the interior's are all running and fill its last wave. The ring's last block to finish waits
+// for the interior's grid (`done`: a zeroed count of the ring's finished blocks), so that the
+// ring's completion implies the interior's: what the stream runs next (the rank) reads both.
+template <int ROWS, int PART>
+__device__ __forceinline__ void pair_front_part(const PlaneSource& src,
+                                                const ImageView<float>& blur,
+                                                const ImageView<float>& map, float k, float thr,
+                                                const TopkListSink& sink, const PairSplit& split,
+                                                uint32_t* done) {
+  int bx, by;
+  if (PART == 1) {
+    griddep_launch_dependents();
+    bx = split.bx0 + int(blockIdx.x), by = split.by0 + int(blockIdx.y);
+  } else {
+    split.ring_block(int(blockIdx.x), bx, by);
+  }
+  front_pairs_block<ROWS, PART>(src, blur, map, k, thr, sink, bx, by);
+  if (PART == 2 && threadIdx.x == 0 && atomicAdd(done, 1u) + 1 == gridDim.x) griddep_wait();
+}
+
+// In one launch (v14) both unrolled paths are in use on every SM at once (a border block in every
+// row of blocks), the front's top stall is an instruction-cache miss (BENCHMARKS.md, fourteenth
+// session) and the kernel holds the edge path's 128 registers: 8 blocks of 2 warps an SM. The
+// interior path alone took 89 (ptxas, sm_90); held to 80 (3 blocks of 256 threads, or 12 of 64,
+// an SM) it spills nothing, and 12 blocks fit, not 8.
+template <int ROWS>
+__global__ void __launch_bounds__(256, 3)
+    topk_pair_front_interior_kernel(PlaneSource src, ImageView<float> blur, ImageView<float> map,
+                                    float k, float thr, TopkListSink sink, PairSplit split,
+                                    uint32_t* done) {
+  pair_front_part<ROWS, 1>(src, blur, map, k, thr, sink, split, done);
+}
+template <int ROWS>
+__global__ void __launch_bounds__(256)
+    topk_pair_front_ring_kernel(PlaneSource src, ImageView<float> blur, ImageView<float> map,
+                                float k, float thr, TopkListSink sink, PairSplit split,
+                                uint32_t* done) {
+  pair_front_part<ROWS, 2>(src, blur, map, k, thr, sink, split, done);
+}
+
 // v9's selection: v7's, from the front's list; a plain launch (the list is complete when it
 // starts), a block per SM.
 __global__ void __launch_bounds__(kV4Threads)
@@ -1624,11 +1684,10 @@ static void launch_v12(LaunchContext& ctx, const StageArgs& a) {
   launch_listed(ctx, a, "topk_bucket_rank", topk_bucket_rank_kernel, true);
 }
 
-// v14: v12's front and list; the rank a cooperative launch (topk_selected_rank_kernel), its
+// v14's rank of the front's list: a cooperative launch (topk_selected_rank_kernel), its
 // candidates past the cap in scratch slot 7. Where K is past the cap, or the device has no
 // cooperative launch, v12's rank.
-static void launch_v14(LaunchContext& ctx, const StageArgs& a) {
-  const TopkListSink sink = launch_listed_front(ctx, a, true, sizeof(TopkV14Scratch));
+static void rank_v14(LaunchContext& ctx, const StageArgs& a, const TopkListSink& sink) {
   const auto kp = a.out[0].view<float>();
   const uint32_t k = uint32_t(kp.width);
   const int grid = topk_optin().v14_grid;
@@ -1639,6 +1698,39 @@ static void launch_v14(LaunchContext& ctx, const StageArgs& a) {
                      dim3(kV4Threads), kV4Smem,
                      reinterpret_cast<TopkV14Scratch*>(sink.sc),  // its first member
                      sink.list, cand, k, sink.width, kp);
+}
+
+// v14: v12's front and list, then v14's rank.
+static void launch_v14(LaunchContext& ctx, const StageArgs& a) {
+  rank_v14(ctx, a, launch_listed_front(ctx, a, true, sizeof(TopkV14Scratch)));
+}
+
+// v15: v14 with its pair front in two launches, the interior blocks and then the ring around
+// them (topk_pair_front_interior_kernel, topk_pair_front_ring_kernel), where v14 runs the pair
+// front, on a device with programmatic dependent launch (compute capability 9.0 and up: without
+// it the ring would wait for the interior's last block); elsewhere v14. Then v14's rank.
+static void launch_v15(LaunchContext& ctx, const StageArgs& a) {
+  const auto src = a.in[0].view<const float>();
+  const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
+  const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
+  const PairSplit split =
+      pair_split(src.width, src.height, int(a.block.x / 32), PAIR_APRON, FRONT_ROWS, grid);
+  if (device_info().major < 9 || split.interior() == 0 ||
+      !pair_front_pays(src.width, src.height, a.block) ||
+      !front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch))
+    return launch_v14(ctx, a);
+  const size_t done_at = sizeof(TopkV14Scratch);  // the ring's count of finished blocks
+  const TopkListSink sink = listed_sink(ctx, src.width, src.height, done_at + sizeof(uint32_t));
+  auto* done = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(sink.sc) + done_at);
+  const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
+  const dim3 block(a.block.x);
+  launch(ctx, "topk_pair_front_interior", topk_pair_front_interior_kernel<FRONT_ROWS>,
+         dim3(unsigned(split.bx1 - split.bx0), unsigned(split.by1 - split.by0)), block, 0,
+         PlaneSource{src}, blur, map, hk, thr, sink, split, done);
+  launch_programmatic(ctx, "topk_pair_front_ring", topk_pair_front_ring_kernel<FRONT_ROWS>,
+                      dim3(unsigned(split.ring())), block, 0, PlaneSource{src}, blur, map, hk, thr,
+                      sink, split, done);
+  rank_v14(ctx, a, sink);
 }
 
 // v13: in[0] the camera frame; out as v9 to v12's. Where the frame fills the plane's width at
@@ -1808,11 +1900,26 @@ OpDef topk_op() {
        "pier_4k.jpg's 32,140 survivors at 4K: the rank 20.7 -> 10.7 us on the H200 (v12 has each "
        "of the 132 blocks read the 257 KB list, and the histogram twice in a layout that fetches "
        "8x its L2 sectors); at or under 8,192 survivors v12's rank, within 0.4 us"},
+      {"v15_split_front",
+       "exact: v14 with the pair front in two launches: the interior blocks, each on the "
+       "interior path, then the ring of border blocks on the edge path, launched to start as "
+       "soon as the interior's blocks are all running (programmatic dependent launch, sm_90 and "
+       "up; elsewhere v14)",
+       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v15, nullptr,
+       {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
+       "as v14_selected_once: the map and the blur plane against the CPU chain as "
+       "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
+       "v14's front runs both of its unrolled paths on every SM (a border block in every row of "
+       "blocks): its top stall was a miss in the instruction cache, and the edge path's 128 "
+       "registers held every block to 16 warps an SM. Apart, the interior holds 80 registers "
+       "(24 warps an SM) and one path's code; the ring, 7 % of the blocks at 4K, fills the "
+       "interior's last wave. On the H200 at 4K: the frame 5-12 us faster as a graph"},
   };
   // clang-format on
-  for (VariantDef& v : op.variants) {  // v9 to v14 write the front's slots too, from the
+  for (VariantDef& v : op.variants) {  // v9 to v15 write the front's slots too, from the
     if (v.launch != launch_v9 && v.launch != launch_v10 && v.launch != launch_v11 &&
-        v.launch != launch_v12 && v.launch != launch_v13 && v.launch != launch_v14)
+        v.launch != launch_v12 && v.launch != launch_v13 && v.launch != launch_v14 &&
+        v.launch != launch_v15)
       continue;  // letterbox plane (v13: from the frame)
     v.outputs = {slots::kKeypoints, slots::kNms, "blur"};
     v.shape = v.launch == launch_v13 ? topk_frame_shape : topk_front_shape;
