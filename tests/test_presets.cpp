@@ -82,7 +82,7 @@ TEST_SUITE("cpu") {
         "run --device cpu --input synthetic:320x200 --size 160x96 --preset " + file.string());
     INFO(run.out);
     CHECK(run.code == 0);
-    CHECK(has(run, "skipped: fused into topk/v14_selected_once"));
+    CHECK(has(run, "skipped: fused into topk/v15_split_front"));
     CHECK(has(run, "skipped: fused into l2norm/v4_fused_warp"));
   }
 

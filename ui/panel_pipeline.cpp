@@ -308,8 +308,9 @@ void draw_pipeline_panel(GuiApp& app) {
     }
     tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): letterbox "
         "v7_identity (a plain gray conversion where the frame fits at scale 1), topk "
-        "v14_selected_once, which does the dense front's work itself (two columns a lane on "
-        "frames of 3200x1800 and up), lists its survivors and ranks each within a bucket of "
+        "v15_split_front, which does the dense front's work itself (two columns a lane on "
+        "frames of 3200x1800 and up, the interior blocks and the border's in two launches), "
+        "lists its survivors and ranks each within a bucket of "
         "scores, past 8,192 survivors within its score bin after one select over the grid "
         "(blur, sobel, harris and nms then skipped; nms/v5_fused_front is set for when topk "
         "changes), and the fused descriptor "
