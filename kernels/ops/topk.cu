@@ -923,10 +923,14 @@ __device__ __forceinline__ void griddep_wait() {
 // v14's listed pair front on part of its grid (pair_split). PART 1: the interior blocks, in
 // launch order, each on the interior path; PART 2: the ring of border blocks, each on the edge
 // path, launched after PART 1 with the programmatic attribute so that its blocks start as soon as
-// the interior's are all running and fill its last wave. The ring's last block to finish waits
-// for the interior's grid (`done`: a zeroed count of the ring's finished blocks), so that the
-// ring's completion implies the interior's: what the stream runs next (the rank) reads both.
-template <int ROWS, int PART>
+// the interior's are all running and fill its last wave. A ring block of the grid is done as
+// HALVES blocks of ROWS / HALVES rows: what the ring adds to the frame is the latency of a strip
+// (its unrolled steps one after another, a few blocks an SM), not its work; in 16-row strips (28
+// steps) the ring took 21 us at 4K on the H200, in 8-row strips (20 steps, twice the blocks, 40 %
+// more rows walked) 15 us and the frame 4.9 us less as a graph. The ring's last block to finish
+// waits for the interior's grid (`done`: a zeroed count of the ring's finished blocks), so that
+// the ring's completion implies the interior's: what the stream runs next (the rank) reads both.
+template <int ROWS, int PART, int HALVES = 1>
 __device__ __forceinline__ void pair_front_part(const PlaneSource& src,
                                                 const ImageView<float>& blur,
                                                 const ImageView<float>& map, float k, float thr,
@@ -936,11 +940,14 @@ __device__ __forceinline__ void pair_front_part(const PlaneSource& src,
   if (PART == 1) {
     griddep_launch_dependents();
     bx = split.bx0 + int(blockIdx.x), by = split.by0 + int(blockIdx.y);
+    front_pairs_block<ROWS, 1>(src, blur, map, k, thr, sink, bx, by);
   } else {
-    split.ring_block(int(blockIdx.x), bx, by);
+    split.ring_block(int(blockIdx.x) / HALVES, bx, by);
+    by = by * HALVES + int(blockIdx.x) % HALVES;  // in strips of ROWS / HALVES rows
+    if (by * (ROWS / HALVES) < src.height())
+      front_pairs_block<ROWS / HALVES, 2>(src, blur, map, k, thr, sink, bx, by);
+    if (threadIdx.x == 0 && atomicAdd(done, 1u) + 1 == gridDim.x) griddep_wait();
   }
-  front_pairs_block<ROWS, PART>(src, blur, map, k, thr, sink, bx, by);
-  if (PART == 2 && threadIdx.x == 0 && atomicAdd(done, 1u) + 1 == gridDim.x) griddep_wait();
 }
 
 // In one launch (v14) both unrolled paths are in use on every SM at once (a border block in every
@@ -955,12 +962,12 @@ __global__ void __launch_bounds__(256, 3)
                                     uint32_t* done) {
   pair_front_part<ROWS, 1>(src, blur, map, k, thr, sink, split, done);
 }
-template <int ROWS>
+template <int ROWS, int HALVES>
 __global__ void __launch_bounds__(256)
     topk_pair_front_ring_kernel(PlaneSource src, ImageView<float> blur, ImageView<float> map,
                                 float k, float thr, TopkListSink sink, PairSplit split,
                                 uint32_t* done) {
-  pair_front_part<ROWS, 2>(src, blur, map, k, thr, sink, split, done);
+  pair_front_part<ROWS, 2, HALVES>(src, blur, map, k, thr, sink, split, done);
 }
 
 // v9's selection: v7's, from the front's list; a plain launch (the list is complete when it
@@ -1727,9 +1734,9 @@ static void launch_v15(LaunchContext& ctx, const StageArgs& a) {
   launch(ctx, "topk_pair_front_interior", topk_pair_front_interior_kernel<FRONT_ROWS>,
          dim3(unsigned(split.bx1 - split.bx0), unsigned(split.by1 - split.by0)), block, 0,
          PlaneSource{src}, blur, map, hk, thr, sink, split, done);
-  launch_programmatic(ctx, "topk_pair_front_ring", topk_pair_front_ring_kernel<FRONT_ROWS>,
-                      dim3(unsigned(split.ring())), block, 0, PlaneSource{src}, blur, map, hk, thr,
-                      sink, split, done);
+  launch_programmatic(ctx, "topk_pair_front_ring", topk_pair_front_ring_kernel<FRONT_ROWS, 2>,
+                      dim3(unsigned(2 * split.ring())), block, 0, PlaneSource{src}, blur, map, hk,
+                      thr, sink, split, done);
   rank_v14(ctx, a, sink);
 }
 
@@ -1902,9 +1909,9 @@ OpDef topk_op() {
        "8x its L2 sectors); at or under 8,192 survivors v12's rank, within 0.4 us"},
       {"v15_split_front",
        "exact: v14 with the pair front in two launches: the interior blocks, each on the "
-       "interior path, then the ring of border blocks on the edge path, launched to start as "
-       "soon as the interior's blocks are all running (programmatic dependent launch, sm_90 and "
-       "up; elsewhere v14)",
+       "interior path, then the ring of border blocks on the edge path in strips of half the "
+       "height, launched to start as soon as the interior's blocks are all running "
+       "(programmatic dependent launch, sm_90 and up; elsewhere v14)",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v15, nullptr,
        {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
        "as v14_selected_once: the map and the blur plane against the CPU chain as "
@@ -1912,8 +1919,9 @@ OpDef topk_op() {
        "v14's front runs both of its unrolled paths on every SM (a border block in every row of "
        "blocks): its top stall was a miss in the instruction cache, and the edge path's 128 "
        "registers held every block to 16 warps an SM. Apart, the interior holds 80 registers "
-       "(24 warps an SM) and one path's code; the ring, 7 % of the blocks at 4K, fills the "
-       "interior's last wave. On the H200 at 4K: the frame 5-12 us faster as a graph"},
+       "(24 warps an SM) and one path's code; the ring, 7 % of the blocks at 4K in strips of "
+       "half the height (its latency is what shows), fills the interior's last wave. On the "
+       "H200 at 4K: the frame 11-14 us faster as a graph"},
   };
   // clang-format on
   for (VariantDef& v : op.variants) {  // v9 to v15 write the front's slots too, from the
