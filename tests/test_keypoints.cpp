@@ -873,9 +873,10 @@ TEST_SUITE("gpu") {
       "sizes, every block and math mode; side by side in a stream and as a graph, frame after "
       "frame") {
     // The interior and the ring run where v14 runs the pair front (its blocks fill the GPU twice
-    // over: these sizes) on a device with programmatic dependent launch (sm_90 and up), else
-    // v14's one launch. Odd widths and heights move the ring's last column and row of blocks;
-    // every block width, the interior's columns.
+    // over: the 4K-class sizes here, not 2560x1440 on the H200) on a device with programmatic
+    // dependent launch (sm_90 and up), else v14's front. Odd widths and heights move the ring's
+    // last column and row of blocks (at 3847x2177 the last row of blocks holds one plane row,
+    // and the ring's lower half-strip there none); every block width, the interior's columns.
     const bool split = device_info().major >= 9;
     const Op& topk = find_op("topk");
     const VariantDef& v15 = topk.def.variants.at(size_t(topk.find_variant("v15_split_front")));
