@@ -400,7 +400,9 @@ __device__ __forceinline__ void front_pairs_block(const Src& src, const ImageVie
   const bool inner = lane >= APRON && lane < 32 - APRON;  // then x >= 0
   const bool w0 = inner && x < w, w1 = inner && x + 1 < w;
   // Does anything of the block's strips (blur's taps included) cross a border, or read rows the
-  // source must fix up?
+  // source must fix up? The same test as pair_col_edge and pair_row_edge below, written out: with
+  // those calls here, topk v14's front measured 71.5 us at 4K against 62.1, the same registers
+  // (BENCHMARKS.md, twentieth session); a change to one must be made to the other.
   const bool edge =
       PATHS == 2 || (PATHS == 0 && (y0 == 0 || y0 + ROWS + FRONT_HALO > h || block_x - BLUR_R < 0 ||
                                     block_x + warps * COLS + 4 * APRON - 1 + BLUR_R > w - 1 ||
@@ -427,8 +429,9 @@ __global__ void __launch_bounds__(256)
 // ---- the pair front in two launches: the interior blocks, then the ring around them --------
 //
 // Whether block column bx (row by) of a pair front's grid, of blocks of `warps` warps, crosses a
-// border (blur's taps included): front_pairs_block's test, by columns and by rows, for a source
-// whose rows need no fix-up (PlaneSource).
+// border (blur's taps included): front_pairs_block's test (written out there), by columns and by
+// rows, for a source whose rows need no fix-up (PlaneSource). topk v15's GPU case holds the split
+// to v14's bytes at odd sizes, so the two cannot drift apart unseen.
 __host__ __device__ inline bool pair_col_edge(int bx, int warps, int apron, int w) {
   const int cols = pair_cols(apron), block_x = bx * warps * cols - 2 * apron;
   return block_x - BLUR_R < 0 || block_x + warps * cols + 4 * apron - 1 + BLUR_R > w - 1;
