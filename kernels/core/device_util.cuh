@@ -21,4 +21,21 @@ __device__ __forceinline__ void load_tile_clamped(float (&tile)[TH][PITCH], cons
   }
 }
 
+// Programmatic dependent launch (sm_90 and up; elsewhere, and in a kernel not launched with the
+// programmatic attribute, they do nothing). launch_dependents: once every block of this grid has
+// issued it (or exited), the next kernel in the stream, if launched programmatically
+// (launch_programmatic), may start. wait: until the grids this one was launched after have
+// completed and their memory is visible. A kernel launched programmatically must wait before it
+// reads what the kernel before it writes, or writes what that kernel reads.
+__device__ __forceinline__ void griddep_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void griddep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 }  // namespace lab

@@ -48,22 +48,32 @@ void launch_cooperative(LaunchContext& ctx, const char* name, void (*kernel)(P..
 // cudaLaunchKernelEx with programmatic stream serialization on devices of compute capability 9.0
 // and up (elsewhere a plain launch). It starts once every block of the previous kernel has
 // issued griddepcontrol.launch_dependents or exited, so it must not read what that kernel writes
-// before a griddepcontrol.wait. Inside a graph capture the edge between the two kernel nodes
-// becomes a programmatic one; with an event recorded between the launches (each launch timed
-// apart) it starts after the previous kernel, as a plain launch does.
+// before a griddepcontrol.wait (device_util.cuh). Inside a graph capture the edge between the two
+// kernel nodes becomes a programmatic one; with an event recorded between the launches (each
+// launch timed apart) it starts after the previous kernel, as a plain launch does.
+// `cooperative`: launch_cooperative's guarantee too (every block resident at once).
 template <typename... P, typename... A>
-void launch_programmatic(LaunchContext& ctx, const char* name, void (*kernel)(P...), dim3 grid,
-                         dim3 block, size_t smem, A&&... args) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+void launch_programmatic_as(bool cooperative, LaunchContext& ctx, const char* name,
+                            void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
+  cudaLaunchAttribute attr[2] = {};
+  unsigned n = 0;
+  if (cooperative) attr[n].id = cudaLaunchAttributeCooperative, attr[n++].val.cooperative = 1;
+  if (device_info().major >= 9) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem;
-  cfg.attrs = &attr, cfg.numAttrs = device_info().major >= 9 ? 1 : 0;
+  cfg.attrs = attr, cfg.numAttrs = n;
   ctx.before_launch(reinterpret_cast<const void*>(kernel), name, grid, block, smem);
   cfg.stream = ctx.stream();
   LAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
   ctx.after_launch();
+}
+template <typename... P, typename... A>
+void launch_programmatic(LaunchContext& ctx, const char* name, void (*kernel)(P...), dim3 grid,
+                         dim3 block, size_t smem, A&&... args) {
+  launch_programmatic_as(false, ctx, name, kernel, grid, block, smem, std::forward<A>(args)...);
 }
 
 // A library call (CUB) that launches kernels of its own on the stage's stream: timed as one
