@@ -112,8 +112,8 @@ void for_each_config(bool gpu, const std::string& op,
 // topk's variants that do the dense front's work too (their input is the letterbox plane; v13's
 // the frame, letterbox's work done in the front at scale 1).
 const std::vector<std::string> kListed = {
-    "v9_listed_front",       "v10_counted_rank",  "v11_pair_front", "v12_bucketed_count",
-    "v13_letterboxed_front", "v14_selected_once", "v15_split_front"};
+    "v9_listed_front",       "v10_counted_rank",  "v11_pair_front",  "v12_bucketed_count",
+    "v13_letterboxed_front", "v14_selected_once", "v15_split_front", "v16_overlapped"};
 const std::string kFrameFront = "v13_letterboxed_front";
 bool listed(const std::string& v) {
   return std::count(kListed.begin(), kListed.end(), v) > 0;
@@ -293,7 +293,8 @@ void l2norm_cases(bool gpu) {
   for (int t = 0; t < 64; ++t) norm1 += (t - 31.5) * (t - 31.5);
   norm1 = std::sqrt(norm1);
   for_each_config(gpu, "l2norm", [&](Backend b, const std::string& v, MathMode m) {
-    if (v == "v3_fused_sample" || v == "v4_fused_warp") return;  // the fused case below
+    if (v == "v3_fused_sample" || v == "v4_fused_warp" || v == "v5_overlapped")
+      return;  // the fused case below
     const HostImage out =
         Harness(b, {stage("l2norm", v, m)}, {{"patches", patches}}).out("descriptors");
     const auto o = out.view<float>();
@@ -323,7 +324,8 @@ void fused_descriptor_case(Backend b, MathMode m) {
   const std::map<std::string, HostImage> slots{{"blur", img}, {"keypoints", kps}};
   // Each fused variant does its unfused partner's arithmetic on the same samples: bit for bit.
   for (const auto& pair : {std::pair<const char*, const char*>{"v3_fused_sample", "v1_block64"},
-                           {"v4_fused_warp", "v2_warp"}}) {
+                           {"v4_fused_warp", "v2_warp"},
+                           {"v5_overlapped", "v2_warp"}}) {
     INFO(pair.first);
     Harness two(b, {stage("sample", "", m), stage("l2norm", pair.second, m)}, slots);
     Harness fused(b, {stage("sample", "", m), stage("l2norm", pair.first, m)}, slots);
@@ -869,17 +871,19 @@ TEST_SUITE("gpu") {
   }
 
   LAB_GPU_CASE(
-      "topk v15 (the pair front as the interior, then the ring) gives v14's bytes at 4K and odd "
-      "sizes, every block and math mode; side by side in a stream and as a graph, frame after "
-      "frame") {
+      "topk v15 (the pair front as the interior, then the ring) and v16 (every launch "
+      "programmatic) give v14's bytes at 4K and odd sizes, every block and math mode; side by "
+      "side in a stream and as a graph, frame after frame") {
     // The interior and the ring run where v14 runs the pair front (its blocks fill the GPU twice
     // over: the 4K-class sizes here, not 2560x1440 on the H200) on a device with programmatic
     // dependent launch (sm_90 and up), else v14's front. Odd widths and heights move the ring's
     // last column and row of blocks (at 3847x2177 the last row of blocks holds one plane row,
     // and the ring's lower half-strip there none); every block width, the interior's columns.
+    // v16 zeroes its counters with a kernel where v15 runs a memset.
     const bool split = device_info().major >= 9;
     const Op& topk = find_op("topk");
     const VariantDef& v15 = topk.def.variants.at(size_t(topk.find_variant("v15_split_front")));
+    REQUIRE(v15.blocks == topk.def.variants.at(size_t(topk.find_variant("v16_overlapped"))).blocks);
     std::vector<std::pair<std::string, HostImage>> inputs;
     for (const std::string file : {"pier_4k.jpg", "chessboard.png"})
       inputs.emplace_back(file, io::load_image(data_path(file)));
@@ -894,49 +898,66 @@ TEST_SUITE("gpu") {
             const std::vector<std::string> block = {"topk=" + b.str()};
             const auto fourteen =
                 run_pipeline(Backend::Cuda, in, size, {"topk=v14_selected_once"}, {}, math, block);
-            const auto one =
-                run_pipeline(Backend::Cuda, in, size, {"topk=v15_split_front"}, {}, math, block);
-            for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-              CHECK_MESSAGE(same_bytes(fourteen->read_slot(slot), one->read_slot(slot)),
-                            std::string(slot));
             bool pairs = false;  // v14 ran the pair front
             for (const LaunchRecord& l : fourteen->launches())
               pairs |= l.kernel == "topk_pair_front_listed";
-            bool interior = false, ring = false, whole = false;
-            for (const LaunchRecord& l : one->launches()) {
-              interior |= l.kernel == "topk_pair_front_interior";
-              ring |= l.kernel == "topk_pair_front_ring";
-              whole |= l.kernel == "topk_pair_front_listed" || l.kernel == "topk_front_listed";
-            }
-            CHECK(interior == ring);
-            CHECK(interior != whole);
-            CHECK(interior == (split && pairs));
             if (size == "3840x2160" && b == Block{64, 1}) CHECK(pairs);
+            for (const std::string v : {"v15_split_front", "v16_overlapped"}) {
+              INFO(v);
+              const auto one =
+                  run_pipeline(Backend::Cuda, in, size, {"topk=" + v}, {}, math, block);
+              for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+                CHECK_MESSAGE(same_bytes(fourteen->read_slot(slot), one->read_slot(slot)),
+                              std::string(slot));
+              bool interior = false, ring = false, whole = false, zero = false;
+              for (const LaunchRecord& l : one->launches()) {
+                interior |= l.kernel == "topk_pair_front_interior";
+                ring |= l.kernel == "topk_pair_front_ring";
+                whole |= l.kernel == "topk_pair_front_listed" || l.kernel == "topk_front_listed";
+                zero |= l.kernel == "topk_zero_counters";
+              }
+              CHECK(interior == ring);
+              CHECK(interior != whole);
+              CHECK(interior == (split && pairs));
+              CHECK(zero == (interior && v == "v16_overlapped"));
+            }
           }
     }
     // Three frames in a stream without an event between the launches (the ring starts while the
     // interior runs), then three as a CUDA graph (a programmatic edge between the two nodes):
-    // the ring's count of finished blocks starts again from zero each frame.
+    // the ring's count of finished blocks starts again from zero each frame. v16 behind letterbox
+    // v7 (which lets it start early) and ahead of l2norm v5 (which starts early behind it): every
+    // launch from the letterbox on may start before the one before it ends.
     const HostImage pier = io::load_image(data_path("pier_4k.jpg"));
+    const std::vector<std::string> around = {"letterbox=v7_identity", "l2norm=v4_fused_warp"};
     const auto eager = run_pipeline(Backend::Cuda, pier, "3840x2160", {"topk=v14_selected_once"});
-    for (const bool graph : {false, true}) {
-      PipelineConfig p = default_pipeline();
-      apply_variant(p, "topk=v15_split_front");
-      apply_size(p, "3840x2160");
-      Runner r(Backend::Cuda);
-      r.configure(p, pier.desc());
-      r.set_input(pier);
-      r.set_per_launch_timing(false);
-      r.set_graph(graph);
-      for (int frame = 0; frame < 3; ++frame) {
-        INFO((graph ? "graph" : "stream") << " frame " << frame);
-        for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
-        r.run();
-        CHECK(r.graph() == graph);
-        for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-          CHECK_MESSAGE(same_bytes(eager->read_slot(slot), r.read_slot(slot)), std::string(slot));
+    const auto eager_around = run_pipeline(Backend::Cuda, pier, "3840x2160",
+                                           {"topk=v14_selected_once", around[0], around[1]});
+    for (const bool graph : {false, true})
+      for (const std::string v : {"v15_split_front", "v16_overlapped"}) {
+        const bool overlapped = v == "v16_overlapped";
+        PipelineConfig p = default_pipeline();
+        apply_variant(p, "topk=" + v);
+        if (overlapped)
+          for (const char* s : {"letterbox=v7_identity", "l2norm=v5_overlapped"})
+            apply_variant(p, s);
+        apply_size(p, "3840x2160");
+        Runner r(Backend::Cuda);
+        r.configure(p, pier.desc());
+        r.set_input(pier);
+        r.set_per_launch_timing(false);
+        r.set_graph(graph);
+        for (int frame = 0; frame < 3; ++frame) {
+          INFO(v << (graph ? " graph" : " stream") << " frame " << frame);
+          for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
+          r.run();
+          CHECK(r.graph() == graph);
+          for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+            CHECK_MESSAGE(
+                same_bytes((overlapped ? eager_around : eager)->read_slot(slot), r.read_slot(slot)),
+                std::string(slot));
+        }
       }
-    }
   }
 
   LAB_GPU_CASE(
@@ -1032,7 +1053,7 @@ TEST_SUITE("gpu") {
          {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch", "v6_in_flight",
           "v7_binned_rank", "v8_shared_select", "v9_listed_front", "v10_counted_rank",
           "v11_pair_front", "v12_bucketed_count", "v13_letterboxed_front", "v14_selected_once",
-          "v15_split_front"}) {
+          "v15_split_front", "v16_overlapped"}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, "topk=" + topk);

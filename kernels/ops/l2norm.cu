@@ -15,6 +15,10 @@
 //                    patches are neither written nor read back (the sample stage is skipped).
 //   v4_fused_warp    v3's fusion in v2's layout: one warp per descriptor samples its 64 values
 //                    (two per lane) and normalises them with shuffles alone.
+//   v5_overlapped    v4 launched programmatically (sm_90 and up): its blocks take their places
+//                    while the kernel before it (topk's rank) finishes, and wait there for it
+//                    before they read the keypoints. A few thousand descriptors are a short
+//                    kernel: the gap before it is a good part of its time.
 //
 // Bench: kernel-lab bench --stage l2norm --sweep-variants
 #include <cfloat>
@@ -141,8 +145,11 @@ __global__ void l2norm_v2_warp_kernel(ImageView<const float> patches, ImageView<
 }
 
 // v4: v2's layout sampling the blurred image itself (sample's v2_warp, then v2's arithmetic).
+// WAIT (v5): launched programmatically, so first wait for the kernel before it.
+template <bool WAIT>
 __global__ void l2norm_v4_fused_warp_kernel(ImageView<const float> img, ImageView<const float> kp,
                                             ImageView<float> dst) {
+  if (WAIT) griddep_wait();
   const int k = blockIdx.x * blockDim.y + threadIdx.y;
   if (k >= dst.height) return;
   const int l = threadIdx.x;
@@ -179,9 +186,16 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
 
 static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
   const auto dst = a.out[0].view<float>();
-  launch(ctx, "l2norm_v4_fused_warp", l2norm_v4_fused_warp_kernel, rows_grid(dst.height, a.block),
-         dim3(a.block.x, a.block.y), 0, a.in[0].view<const float>(), a.in[1].view<const float>(),
-         dst);
+  launch(ctx, "l2norm_v4_fused_warp", l2norm_v4_fused_warp_kernel<false>,
+         rows_grid(dst.height, a.block), dim3(a.block.x, a.block.y), 0, a.in[0].view<const float>(),
+         a.in[1].view<const float>(), dst);
+}
+
+static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
+  const auto dst = a.out[0].view<float>();
+  launch_programmatic(ctx, "l2norm_v5_overlapped", l2norm_v4_fused_warp_kernel<true>,
+                      rows_grid(dst.height, a.block), dim3(a.block.x, a.block.y), 0,
+                      a.in[0].view<const float>(), a.in[1].view<const float>(), dst);
 }
 
 OpDef l2norm_op() {
@@ -213,6 +227,10 @@ OpDef l2norm_op() {
        l2norm_fused_reference},
       {"v4_fused_warp", "sample + l2norm, one warp per descriptor: shuffles only (sample skipped)",
        {{32, 2}, {32, 4}, {32, 8}}, {32, 4}, launch_v4, nullptr, {"sample"},
+       {"blur", slots::kKeypoints}, l2norm_fused_reference},
+      {"v5_overlapped", "v4 launched to start before the kernel before it ends: its blocks "
+       "wait in place for the keypoints (programmatic dependent launch, sm_90 and up)",
+       {{32, 2}, {32, 4}, {32, 8}}, {32, 4}, launch_v5, nullptr, {"sample"},
        {"blur", slots::kKeypoints}, l2norm_fused_reference},
   };
   // clang-format on

@@ -95,6 +95,19 @@
 //                    written, not 56). Rows of pad above and below (a 1280x720 camera in
 //                    1280x736) are the pad's gray, in the edge path. Elsewhere (a resize, pad
 //                    columns): letterbox v7 into a plane of the stage's own, then v12.
+//   v14_selected_once exact: past 8,192 survivors (a textured 4K photo keeps 32,140) v12 has
+//                    every block read the whole list; v14 reads it once over the grid: each block
+//                    places its slice's keys from the K-th key's score bin up in their bins'
+//                    ranges of a candidate list, and after a grid-wide barrier a warp ranks a
+//                    candidate against its own bin. At or under 8,192, v12's rank.
+//   v15_split_front  exact: v14's pair front in two launches: the interior blocks on the interior
+//                    path alone (80 registers, one path's code in the instruction cache), then the
+//                    ring of border blocks, launched programmatically to fill the interior's last
+//                    wave (sm_90 and up; elsewhere v14).
+//   v16_overlapped   exact: v15 with every launch of the stage programmatic, each waiting for the
+//                    one before it: the counters zeroed by a kernel (a memset between two kernels
+//                    keeps the second from starting early), the interior behind it, the rank
+//                    behind the ring; the rank lets the next stage in after its grid barrier.
 //
 // Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
 #include <cooperative_groups.h>
@@ -905,21 +918,6 @@ struct FrameSource {
 
 // ---- v15: the listed pair front in two launches ------------------------------------------------
 
-// Programmatic dependent launch (sm_90 and up; elsewhere no-ops, and the launch is a plain one).
-// launch_dependents: once every block of this grid has issued it (or exited), the next kernel in
-// the stream, if launched with the programmatic attribute, may start. wait: until the grid this
-// one was launched after has completed and its memory is visible.
-__device__ __forceinline__ void griddep_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void griddep_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 // v14's listed pair front on part of its grid (pair_split). PART 1: the interior blocks, in
 // launch order, each on the interior path; PART 2: the ring of border blocks, each on the edge
 // path, launched after PART 1 with the programmatic attribute so that its blocks start as soon as
@@ -930,7 +928,10 @@ __device__ __forceinline__ void griddep_wait() {
 // more rows walked) 15 us and the frame 4.9 us less as a graph. The ring's last block to finish
 // waits for the interior's grid (`done`: a zeroed count of the ring's finished blocks), so that
 // the ring's completion implies the interior's: what the stream runs next (the rank) reads both.
-template <int ROWS, int PART, int HALVES = 1>
+// WAIT (v16, PART 1): the interior was launched programmatically, behind the counters' zeroing
+// (topk_zero_counters_kernel), so it waits for it before it reads the plane or counts; then it
+// lets the ring start.
+template <int ROWS, int PART, int HALVES = 1, bool WAIT = false>
 __device__ __forceinline__ void pair_front_part(const PlaneSource& src,
                                                 const ImageView<float>& blur,
                                                 const ImageView<float>& map, float k, float thr,
@@ -938,6 +939,7 @@ __device__ __forceinline__ void pair_front_part(const PlaneSource& src,
                                                 uint32_t* done) {
   int bx, by;
   if (PART == 1) {
+    if (WAIT) griddep_wait();
     griddep_launch_dependents();
     bx = split.bx0 + int(blockIdx.x), by = split.by0 + int(blockIdx.y);
     front_pairs_block<ROWS, 1>(src, blur, map, k, thr, sink, bx, by);
@@ -955,12 +957,12 @@ __device__ __forceinline__ void pair_front_part(const PlaneSource& src,
 // session) and the kernel holds the edge path's 128 registers: 8 blocks of 2 warps an SM. The
 // interior path alone took 89 (ptxas, sm_90); held to 80 (3 blocks of 256 threads, or 12 of 64,
 // an SM) it spills nothing, and 12 blocks fit, not 8.
-template <int ROWS>
+template <int ROWS, bool WAIT = false>
 __global__ void __launch_bounds__(256, 3)
     topk_pair_front_interior_kernel(PlaneSource src, ImageView<float> blur, ImageView<float> map,
                                     float k, float thr, TopkListSink sink, PairSplit split,
                                     uint32_t* done) {
-  pair_front_part<ROWS, 1>(src, blur, map, k, thr, sink, split, done);
+  pair_front_part<ROWS, 1, 1, WAIT>(src, blur, map, k, thr, sink, split, done);
 }
 template <int ROWS, int HALVES>
 __global__ void __launch_bounds__(256)
@@ -968,6 +970,18 @@ __global__ void __launch_bounds__(256)
                                 float k, float thr, TopkListSink sink, PairSplit split,
                                 uint32_t* done) {
   pair_front_part<ROWS, 2, HALVES>(src, blur, map, k, thr, sink, split, done);
+}
+
+// v16: the front's counters zeroed by a kernel, not a memset, so that the front can be launched
+// programmatically behind it (a memset node between two kernels keeps the second from starting
+// early). Launched programmatically itself: it lets the interior start at once, and waits for
+// the kernel before it (the letterbox; or, where topk runs alone, the last frame's rank, which
+// reads these counters) before it zeroes, so its completion implies that kernel's too.
+__global__ void topk_zero_counters_kernel(uint32_t* words, uint32_t n) {
+  griddep_launch_dependents();
+  griddep_wait();
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    words[i] = 0;
 }
 
 // v9's selection: v7's, from the front's list; a plain launch (the list is complete when it
@@ -1324,6 +1338,7 @@ __global__ void __launch_bounds__(kV4Threads)
                               uint32_t width, ImageView<float> kp) {
   extern __shared__ __align__(16) uint64_t smem[];
   __shared__ uint32_t sel[2];
+  griddep_wait();  // v16 launches it programmatically behind the ring (elsewhere a no-op)
   const uint32_t n = __ldcg(&sc->v4.count);
   if (n <= kV4Cap) {  // v12's rank (k <= kV4Cap: the launcher's)
     if (n < kV12MinBuckets) return topk_count_rank(list, n, k, width, kp, smem);
@@ -1341,6 +1356,10 @@ __global__ void __launch_bounds__(kV4Threads)
     if (b >= bin0) cand[start[b] + atomicAdd(&sc->fill[b], 1u)] = key;
   });
   cooperative_groups::this_grid().sync();  // m >= k candidates placed: no pad rows
+  // What follows (l2norm v5, launched programmatically) may take its places for the last phase
+  // (it waits for the keypoints). Let in from the kernel's start, its blocks made the 1280x736
+  // frame 0.7-1.0 us slower on the H200 (BENCHMARKS.md, twenty-first session).
+  griddep_launch_dependents();
   const int lane = int(threadIdx.x) & 31;
   const uint32_t warps = gridDim.x * (kV4Threads / 32);
   for (uint32_t p = blockIdx.x * (kV4Threads / 32) + (threadIdx.x >> 5); p < m; p += warps) {
@@ -1613,11 +1632,12 @@ static bool pair_front_pays(int width, int height, Block block) {
 // v9 to v14's list: zeroed counters (scratch slot 4: `counters` bytes, TopkV4Scratch first;
 // v14's fills after it) and room for a key per pixel (slot 5; v2's path below uses 0 to 3), and
 // the sink the front lists into.
+// `zero`: the counters zeroed by a memset (v16 zeroes them with a kernel of its own).
 static TopkListSink listed_sink(LaunchContext& ctx, int width, int height,
-                                size_t counters = sizeof(TopkV4Scratch)) {
+                                size_t counters = sizeof(TopkV4Scratch), bool zero = true) {
   auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(counters, 4));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * size_t(width) * height, 5));
-  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, counters, ctx.stream()));
+  if (zero) LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, counters, ctx.stream()));
   return TopkListSink{sc, list, uint32_t(width)};
 }
 
@@ -1693,18 +1713,23 @@ static void launch_v12(LaunchContext& ctx, const StageArgs& a) {
 
 // v14's rank of the front's list: a cooperative launch (topk_selected_rank_kernel), its
 // candidates past the cap in scratch slot 7. Where K is past the cap, or the device has no
-// cooperative launch, v12's rank.
-static void rank_v14(LaunchContext& ctx, const StageArgs& a, const TopkListSink& sink) {
+// cooperative launch, v12's rank. `programmatic` (v16): launched to start before the kernel
+// before it ends (it waits for that kernel first).
+static void rank_v14(LaunchContext& ctx, const StageArgs& a, const TopkListSink& sink,
+                     bool programmatic = false) {
   const auto kp = a.out[0].view<float>();
   const uint32_t k = uint32_t(kp.width);
   const int grid = topk_optin().v14_grid;
   if (k > kV4Cap || grid == 0)
     return rank_listed(ctx, a, "topk_bucket_rank", topk_bucket_rank_kernel, sink);
   auto* cand = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * kV4Cap, 7));
+  auto* sc = reinterpret_cast<TopkV14Scratch*>(sink.sc);  // its first member
+  if (programmatic)
+    return launch_programmatic_as(true, ctx, "topk_selected_rank", topk_selected_rank_kernel,
+                                  dim3(grid), dim3(kV4Threads), kV4Smem, sc, sink.list, cand, k,
+                                  sink.width, kp);
   launch_cooperative(ctx, "topk_selected_rank", topk_selected_rank_kernel, dim3(grid),
-                     dim3(kV4Threads), kV4Smem,
-                     reinterpret_cast<TopkV14Scratch*>(sink.sc),  // its first member
-                     sink.list, cand, k, sink.width, kp);
+                     dim3(kV4Threads), kV4Smem, sc, sink.list, cand, k, sink.width, kp);
 }
 
 // v14: v12's front and list, then v14's rank.
@@ -1716,7 +1741,10 @@ static void launch_v14(LaunchContext& ctx, const StageArgs& a) {
 // them (topk_pair_front_interior_kernel, topk_pair_front_ring_kernel), where v14 runs the pair
 // front, on a device with programmatic dependent launch (compute capability 9.0 and up: without
 // it the ring would wait for the interior's last block); elsewhere v14. Then v14's rank.
-static void launch_v15(LaunchContext& ctx, const StageArgs& a) {
+// `overlapped` (v16): every launch of the stage programmatic, each waiting for the one before:
+// the counters zeroed by a kernel (no memset node between the letterbox and the front), the
+// interior behind it, the rank behind the ring.
+static void launch_split_front(LaunchContext& ctx, const StageArgs& a, bool overlapped) {
   const auto src = a.in[0].view<const float>();
   const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
   const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
@@ -1727,17 +1755,35 @@ static void launch_v15(LaunchContext& ctx, const StageArgs& a) {
       !front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch))
     return launch_v14(ctx, a);
   const size_t done_at = sizeof(TopkV14Scratch);  // the ring's count of finished blocks
-  const TopkListSink sink = listed_sink(ctx, src.width, src.height, done_at + sizeof(uint32_t));
+  const size_t counters = done_at + sizeof(uint32_t);
+  const TopkListSink sink = listed_sink(ctx, src.width, src.height, counters, !overlapped);
   auto* done = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(sink.sc) + done_at);
   const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
   const dim3 block(a.block.x);
-  launch(ctx, "topk_pair_front_interior", topk_pair_front_interior_kernel<FRONT_ROWS>,
-         dim3(unsigned(split.bx1 - split.bx0), unsigned(split.by1 - split.by0)), block, 0,
-         PlaneSource{src}, blur, map, hk, thr, sink, split, done);
+  const dim3 interior(unsigned(split.bx1 - split.bx0), unsigned(split.by1 - split.by0));
+  if (overlapped) {
+    static_assert(sizeof(TopkV14Scratch) % sizeof(uint32_t) == 0, "counters are words");
+    const uint32_t words = uint32_t(counters / sizeof(uint32_t));
+    launch_programmatic(ctx, "topk_zero_counters", topk_zero_counters_kernel,
+                        dim3(unsigned(std::min<uint32_t>(64, (words + 255) / 256))), dim3(256), 0,
+                        reinterpret_cast<uint32_t*>(sink.sc), words);
+    launch_programmatic(ctx, "topk_pair_front_interior",
+                        topk_pair_front_interior_kernel<FRONT_ROWS, true>, interior, block, 0,
+                        PlaneSource{src}, blur, map, hk, thr, sink, split, done);
+  } else {
+    launch(ctx, "topk_pair_front_interior", topk_pair_front_interior_kernel<FRONT_ROWS>, interior,
+           block, 0, PlaneSource{src}, blur, map, hk, thr, sink, split, done);
+  }
   launch_programmatic(ctx, "topk_pair_front_ring", topk_pair_front_ring_kernel<FRONT_ROWS, 2>,
                       dim3(unsigned(2 * split.ring())), block, 0, PlaneSource{src}, blur, map, hk,
                       thr, sink, split, done);
-  rank_v14(ctx, a, sink);
+  rank_v14(ctx, a, sink, overlapped);
+}
+static void launch_v15(LaunchContext& ctx, const StageArgs& a) {
+  launch_split_front(ctx, a, false);
+}
+static void launch_v16(LaunchContext& ctx, const StageArgs& a) {
+  launch_split_front(ctx, a, true);
 }
 
 // v13: in[0] the camera frame; out as v9 to v12's. Where the frame fills the plane's width at
@@ -1922,12 +1968,26 @@ OpDef topk_op() {
        "(24 warps an SM) and one path's code; the ring, 7 % of the blocks at 4K in strips of "
        "half the height (its latency is what shows), fills the interior's last wave. On the "
        "H200 at 4K: the frame 11-14 us faster as a graph"},
+      {"v16_overlapped",
+       "exact: v15 with each of the stage's launches started before the one before it ends "
+       "(programmatic dependent launch): the counters zeroed by a kernel instead of a memset, "
+       "the interior behind it, the ring behind the interior, the rank behind the ring; each "
+       "waits for its predecessor before it reads (sm_90 and up; elsewhere v14)",
+       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v16, nullptr,
+       {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
+       "as v14_selected_once: the map and the blur plane against the CPU chain as "
+       "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
+       "between two kernels the GPU drains the first, then launches and fills the second. "
+       "Launched programmatically, a kernel's blocks take their places while the last wave "
+       "of the one before finishes, and wait there. A memset between two kernels stops that, so "
+       "v16 zeroes its counters with a kernel. On the H200 at 4K, with l2norm v5 behind it: the "
+       "frame 0.6-1.0 us less as a graph, 4.3 us less timed as one stream"},
   };
   // clang-format on
-  for (VariantDef& v : op.variants) {  // v9 to v15 write the front's slots too, from the
+  for (VariantDef& v : op.variants) {  // v9 to v16 write the front's slots too, from the
     if (v.launch != launch_v9 && v.launch != launch_v10 && v.launch != launch_v11 &&
         v.launch != launch_v12 && v.launch != launch_v13 && v.launch != launch_v14 &&
-        v.launch != launch_v15)
+        v.launch != launch_v15 && v.launch != launch_v16)
       continue;  // letterbox plane (v13: from the frame)
     v.outputs = {slots::kKeypoints, slots::kNms, "blur"};
     v.shape = v.launch == launch_v13 ? topk_frame_shape : topk_front_shape;
