@@ -125,7 +125,7 @@ want topk && {  # the exact top-K on real images (issue 16): checked, under ever
   done
   # the select's refinement (plateaus, ties over its buffer) and K past its cap
   step "$san" --tool memcheck --error-exitcode 99 "$here/bin/lab_tests" --test-suite=gpu -tc="topk at scale*"
-  for v in v4_compact_select v5_one_launch v6_in_flight v7_binned_rank v8_shared_select v9_listed_front v10_counted_rank v11_pair_front v12_bucketed_count v13_letterboxed_front v14_selected_once v15_split_front; do
+  for v in v4_compact_select v5_one_launch v6_in_flight v7_binned_rank v8_shared_select v9_listed_front v10_counted_rank v11_pair_front v12_bucketed_count v13_letterboxed_front v14_selected_once v15_split_front v16_overlapped; do
     step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$LAB_DATA_DIR/brick.png" --variant topk=$v
   done
   # v11's pair front runs from 3200x1800 up (v5's below), nms v6's at every size
@@ -139,9 +139,11 @@ want topk && {  # the exact top-K on real images (issue 16): checked, under ever
   for tool in memcheck racecheck synccheck; do
     step "$san" --tool $tool --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/pier_4k.jpg" --size 3840x2160 --variant topk=v14_selected_once
   done
-  # v15's interior and ring (a programmatic edge in the graph), odd sizes moving the ring
+  # v15's interior and ring (a programmatic edge in the graph), odd sizes moving the ring; v16
+  # and l2norm v5 (every launch from the counters' zeroing to the descriptors programmatic)
   for tool in memcheck racecheck synccheck initcheck; do
     step "$san" --tool $tool --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/pier_4k.jpg" --size 3847x2177 --variant topk=v15_split_front
+    step "$san" --tool $tool --error-exitcode 99 "$lab" run --graph --frames 2 --preset "$repo/examples/presets/fastest.json" --input "$LAB_DATA_DIR/pier_4k.jpg" --size 3847x2177
   done
   for img in box_in_scene.png graf1.png astronaut.png coffee.png; do
     step "$lab" bench --stage topk --sweep-variants --input "$LAB_DATA_DIR/$img" --size 1280x736 --reps 200

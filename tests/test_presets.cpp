@@ -82,8 +82,8 @@ TEST_SUITE("cpu") {
         "run --device cpu --input synthetic:320x200 --size 160x96 --preset " + file.string());
     INFO(run.out);
     CHECK(run.code == 0);
-    CHECK(has(run, "skipped: fused into topk/v15_split_front"));
-    CHECK(has(run, "skipped: fused into l2norm/v4_fused_warp"));
+    CHECK(has(run, "skipped: fused into topk/v16_overlapped"));
+    CHECK(has(run, "skipped: fused into l2norm/v5_overlapped"));
   }
 
   TEST_CASE("presets: wrong types, 100,000 levels deep, or not JSON: a warning and the defaults") {

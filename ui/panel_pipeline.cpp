@@ -308,13 +308,15 @@ void draw_pipeline_panel(GuiApp& app) {
     }
     tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): letterbox "
         "v7_identity (a plain gray conversion where the frame fits at scale 1), topk "
-        "v15_split_front, which does the dense front's work itself (two columns a lane on "
-        "frames of 3200x1800 and up, the interior blocks and the border's in two launches), "
+        "v16_overlapped, which does the dense front's work itself (two columns a lane on "
+        "frames of 3200x1800 and up, the interior blocks and the border's in two launches, "
+        "each launch started before the one before it ends), "
         "lists its survivors and ranks each within a bucket of "
         "scores, past 8,192 survivors within its score bin after one select over the grid "
         "(blur, sobel, harris and nms then skipped; nms/v5_fused_front is set for when topk "
         "changes), and the fused descriptor "
-        "head (l2norm/v4_fused_warp: sample skipped); the rest of the pipeline as it is. The "
+        "head (l2norm/v5_overlapped: sample skipped, launched to start early too); the rest of "
+        "the pipeline as it is. The "
         "same as examples/presets/fastest.json");
   }
   ImGui::BeginDisabled(app.opt.backend != Backend::Cuda);

@@ -225,7 +225,7 @@ void apply_size(PipelineConfig& p, const std::string& wxh) {
 
 const std::vector<std::string>& fastest_variants() {
   static const std::vector<std::string> v = {"letterbox=v7_identity", "nms=v5_fused_front",
-                                             "topk=v15_split_front", "l2norm=v4_fused_warp"};
+                                             "topk=v16_overlapped", "l2norm=v5_overlapped"};
   return v;
 }
 
