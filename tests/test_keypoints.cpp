@@ -926,8 +926,8 @@ TEST_SUITE("gpu") {
     // Three frames in a stream without an event between the launches (the ring starts while the
     // interior runs), then three as a CUDA graph (a programmatic edge between the two nodes):
     // the ring's count of finished blocks starts again from zero each frame. v16 behind letterbox
-    // v7 (which lets it start early) and ahead of l2norm v5 (which starts early behind it): every
-    // launch from the letterbox on may start before the one before it ends.
+    // v7 and ahead of l2norm v5 (which starts early behind the rank): every launch after the
+    // letterbox may start before the one before it ends.
     const HostImage pier = io::load_image(data_path("pier_4k.jpg"));
     const std::vector<std::string> around = {"letterbox=v7_identity", "l2norm=v4_fused_warp"};
     const auto eager = run_pipeline(Backend::Cuda, pier, "3840x2160", {"topk=v14_selected_once"});
