@@ -64,33 +64,40 @@ StageConfig stage(const std::string& op, const std::string& variant = "",
   return s;
 }
 
-// nms v6's block order (front_order.h) for a w x h image and blocks of `warps` warps: every block
-// of the grid exactly once, and the interior ones (by the kernel's own `edge` test, restated
-// here) first. The pair kernel's geometry: 56 output columns per warp, its first lane 4 columns
-// left of them, strips of 16 rows reading 6 more above and below, blur reaching 2 columns.
-void pair_order_case(int w, int h, int warps) {
-  INFO(w << "x" << h << ", " << warps << " warps");
-  const int cols = 56 * warps, gx = (w + cols - 1) / cols, gy = (h + 15) / 16;
-  const lab::ops::FrontOrder o = lab::ops::front_order(w, h, warps, 56, 16, 4, 6, 2, gx, gy);
+// A front's block order (front_order.h) for a w x h image and blocks of `warps` warps, each warp
+// on `cols` output columns (nms v6's pair front 56, v5 24): every block of the grid exactly once,
+// and the interior ones (by the kernels' own `edge` test, restated here) first, or, rotated
+// (`ring_first`, as v5 runs it), last. Both kernels' first lane is 4 columns left of their
+// outputs, their strips 16 rows reading 6 more above and below, blur reaching 2 columns.
+void front_order_case(int w, int h, int warps, int cols, bool ring_first) {
+  INFO(w << "x" << h << ", " << warps << " warps of " << cols << " columns"
+         << (ring_first ? ", ring first" : ""));
+  const int block_cols = cols * warps, gx = (w + block_cols - 1) / block_cols, gy = (h + 15) / 16;
+  const lab::ops::FrontOrder o = lab::ops::front_order(w, h, warps, cols, 16, 4, 6, 2, gx, gy);
   auto edge = [&](int bx, int by) {
-    const int block_x = bx * cols - 4, y0 = by * 16;
-    return y0 == 0 || y0 + 16 + 6 > h || block_x - 2 < 0 || block_x + cols + 8 - 1 + 2 > w - 1;
+    const int block_x = bx * block_cols - 4, y0 = by * 16;
+    return y0 == 0 || y0 + 16 + 6 > h || block_x - 2 < 0 ||
+           block_x + block_cols + 8 - 1 + 2 > w - 1;
   };
   int interior = 0;
   for (int by = 0; by < gy; ++by)
     for (int bx = 0; bx < gx; ++bx) interior += !edge(bx, by);
   REQUIRE((o.bx1 - o.bx0) * (o.by1 - o.by0) == interior);
+  const int ring = gx * gy - interior;
   std::vector<int> seen(size_t(gx) * gy, 0);
   bool in_order = true, in_grid = true;
   for (int i = 0; i < gx * gy; ++i) {
     int bx = -1, by = -1;
-    lab::ops::front_block(o, i, bx, by);
+    if (ring_first)
+      lab::ops::front_block_ring_first(o, i, bx, by);
+    else
+      lab::ops::front_block(o, i, bx, by);
     if (bx < 0 || bx >= gx || by < 0 || by >= gy) {
       in_grid = false;
       continue;
     }
     ++seen[size_t(by) * gx + bx];
-    in_order &= edge(bx, by) == (i >= interior);
+    in_order &= edge(bx, by) == (ring_first ? i < ring : i >= interior);
   }
   CHECK(in_grid);
   CHECK(in_order);
@@ -609,13 +616,16 @@ TEST_SUITE("cpu") {
     fused_front_cpu_case("graf1.png", "101x57");
     fused_front_cpu_case("graf1.png", "7x5");
   }
-  TEST_CASE("nms v6's block order: every block once, the interior ones first") {
-    for (int warps : {1, 2, 4, 8})
-      for (int w = 1; w <= 700; w += 23)
-        for (int h = 1; h <= 130; h += 7) pair_order_case(w, h, warps);
-    for (const auto& [w, h] : std::vector<std::pair<int, int>>{
-             {3840, 2160}, {3833, 2157}, {2561, 1443}, {1280, 736}, {113, 29}, {120, 22}})
-      for (int warps : {1, 2, 4, 8}) pair_order_case(w, h, warps);
+  TEST_CASE("the fronts' block orders: every block once; v6 interior first, v5 border first") {
+    for (const auto& [cols, ring_first] :
+         std::vector<std::pair<int, bool>>{{56, false}, {24, true}})
+      for (int warps : {1, 2, 4, 8}) {
+        for (int w = 1; w <= 700; w += 23)
+          for (int h = 1; h <= 130; h += 7) front_order_case(w, h, warps, cols, ring_first);
+        for (const auto& [w, h] : std::vector<std::pair<int, int>>{
+                 {3840, 2160}, {3833, 2157}, {2561, 1443}, {1280, 736}, {113, 29}, {120, 22}})
+          front_order_case(w, h, warps, cols, ring_first);
+      }
   }
   TEST_CASE(
       "topk v9 to v12 (listed fronts): the runner skips the dense front; the references agree") {

@@ -24,12 +24,13 @@ namespace lab::ops::LAB_MATH_NS {
 //
 // Every value is computed by the default kernels' own expressions (front.cuh: gauss5_dot as
 // blur v6; sobel_row_* and sobel_col_* as sobel v4; harris_add_tap and harris_from_rows as
-// harris v3; max5 and nms_keep as nms v3), from the same operands in the same order, so the blur
-// plane and the NMS map are those of the unfused pipeline bit for bit. Border replicate as they do
-// it: a lane takes its neighbour from the lane holding the clamped column (source lanes computed
-// once), and a row outside the image takes the edge row's value: rows below the image copy the row
-// above them, and the rows above row 0 are filled with row 0's when it is made (only the top strip
-// has them).
+// harris v3; max5 and nms_keep as nms v3), from the same operands in the same order (but for the
+// row maximum inside the image, which pairs its five operands otherwise to take three shuffles:
+// a maximum is exact in any order), so the blur plane and the NMS map are those of the unfused
+// pipeline bit for bit. Border replicate as they do it: a lane takes its neighbour from the lane
+// holding the clamped column (source lanes computed once), and a row outside the image takes the
+// edge row's value: rows below the image copy the row above them, and the rows above row 0 are
+// filled with row 0's when it is made (only the top strip has them).
 constexpr int FRONT_APRON = 4;                    // apron lanes on each side of a warp
 constexpr int FRONT_COLS = 32 - 2 * FRONT_APRON;  // output columns per warp
 constexpr int FRONT_HALO = 6;                     // rows above and below a strip
@@ -49,9 +50,9 @@ __device__ __forceinline__ void front_strip(const ImageView<const float>& src,
   constexpr int N = ROWS + 2 * FRONT_HALO;  // input rows walked
   const int w = src.width, h = src.height;
   const bool top = EDGE && y0 == 0;
-  int xs[5];  // blur's taps x-2..x+2, clamped
+  int xs[5];  // blur's taps x-2..x+2, clamped (EDGE)
 #pragma unroll
-  for (int i = 0; i < 5; ++i) xs[i] = EDGE ? clampi(x + i - BLUR_R, 0, w - 1) : x + i - BLUR_R;
+  for (int i = 0; i < 5; ++i) xs[i] = clampi(x + i - BLUR_R, 0, w - 1);
   // Row r of a stage's array is image row y0 + r - offset: bh (blur's row pass) starts 6 rows
   // above the strip, d and s (sobel's row filters) 4, ha, hb, hc (Harris's row sums) 3, rm (the
   // response's row maxima) and centre (the response) 2.
@@ -61,13 +62,23 @@ __device__ __forceinline__ void front_strip(const ImageView<const float>& src,
   // no address arithmetic (nor branch) of its own between the steps.
   char* blur_out = reinterpret_cast<char*>(blur.row(y0) + x);
   char* dst_out = reinterpret_cast<char*>(dst.row(y0) + x);
+  // !EDGE: the taps of input row t, x-2..x+2, at fixed offsets from one pointer stepped a row at
+  // a time. From each row's index (a 64-bit multiply a row) a warp issued 1,634 instructions, 272
+  // of them integer; stepped, 1,511 and 159 (3840x2160: 56.3 -> 55.0 us).
+  const char* in_row = reinterpret_cast<const char*>(src.row(y0 - FRONT_HALO) + x - BLUR_R);
   uint32_t kept = 0;  // bit y: this lane wrote a non-zero NMS value in row y0 + y (for the sink)
 #pragma unroll
   for (int t = 0; t < N; ++t) {
-    const int yr = y0 - FRONT_HALO + t;
-    const float* row = src.row(EDGE ? clampi(yr, 0, h - 1) : yr);
-    bh[t] = gauss5_dot(__ldg(row + xs[0]), __ldg(row + xs[1]), __ldg(row + xs[2]),
-                       __ldg(row + xs[3]), __ldg(row + xs[4]));
+    if (EDGE) {
+      const float* row = src.row(clampi(y0 - FRONT_HALO + t, 0, h - 1));
+      bh[t] = gauss5_dot(__ldg(row + xs[0]), __ldg(row + xs[1]), __ldg(row + xs[2]),
+                         __ldg(row + xs[3]), __ldg(row + xs[4]));
+    } else {
+      const float* tap = reinterpret_cast<const float*>(in_row);
+      bh[t] =
+          gauss5_dot(__ldg(tap), __ldg(tap + 1), __ldg(tap + 2), __ldg(tap + 3), __ldg(tap + 4));
+      in_row += src.pitch;
+    }
     if (t >= 4) {  // blur of row y0 + t - 8, then sobel's row filters of it
       const int y = t - 8, i = t - 4;
       const float b = gauss5_dot(bh[t - 4], bh[t - 3], bh[t - 2], bh[t - 1], bh[t]);
@@ -98,8 +109,13 @@ __device__ __forceinline__ void front_strip(const ImageView<const float>& src,
       const float r = harris_from_rows(ha[j - 1], ha[j], ha[j + 1], hb[j - 1], hb[j], hb[j + 1],
                                        hc[j - 1], hc[j], hc[j + 1], k);
       centre[i] = r;
-      rm[i] = max5(__shfl_sync(FULL, r, l2), __shfl_sync(FULL, r, l1), r, __shfl_sync(FULL, r, r1),
-                   __shfl_sync(FULL, r, r2));
+      if (!EDGE) {  // max(r[x-2], r[x-1]), max(r[x], r[x+1]), r[x+2]: three shuffles, not four
+        const float p = fmaxf(r, __shfl_down_sync(FULL, r, 1));
+        rm[i] = fmaxf(fmaxf(__shfl_up_sync(FULL, p, 2), p), __shfl_down_sync(FULL, r, 2));
+      } else {
+        rm[i] = max5(__shfl_sync(FULL, r, l2), __shfl_sync(FULL, r, l1), r,
+                     __shfl_sync(FULL, r, r1), __shfl_sync(FULL, r, r2));
+      }
       if (EDGE && i > 0 && y0 + y >= h) rm[i] = rm[i - 1];
       if (EDGE && y == 0 && top) rm[i - 1] = rm[i], rm[i - 2] = rm[i];
     }
@@ -127,23 +143,38 @@ struct FrontNoSink {
 };
 
 // Blocks are 32 n x 1: n warps side by side, each on its own 24 columns, all on the same rows, so
-// that whether a block touches the border depends on blockIdx alone. The compiler then knows the
+// that whether a block touches the border depends on the block alone. The compiler then knows the
 // branch below is taken by whole warps; a branch on threadIdx.y (warps stacked in y) would make
 // it guard every shuffle for a divergent warp (WARPSYNC + a collective loop per SHFL).
-template <int ROWS, class Sink>
-__global__ void __launch_bounds__(256)
+//
+// The blocks run border first (`order`: v5_order, front_block_ring_first). A border warp issues
+// 31 % more instructions than an inside one (2,143 against 1,634: clamped taps and rows, the
+// fix-ups), and where the whole grid is resident at once (1280x736: 19 warps an SM) the launch
+// ends when its last border warp does. In launch order the bottom row's started last, and an SM
+// was active for 69 % of the launch on average (ncu: 16.4 of 23.6 k cycles). Launched first, the
+// border blocks spread over the SMs and their warps are the oldest, first in the issue order:
+// 78 % active, 1280x736 11.6-11.9 -> 10.6-10.9 us, 3840x2160 56.3 -> 55.3 (BENCHMARKS.md,
+// twenty-second session).
+//
+// MIN_BLOCKS: __launch_bounds__'s blocks an SM, 0 for none (nms v5). It is not the same as 1: with
+// (256, 1) ptxas gave this kernel 216 registers, with (256) 76.
+template <int ROWS, class Sink, int MIN_BLOCKS = 0>
+__global__ void __launch_bounds__(256, MIN_BLOCKS)
     nms_v5_fused_front_kernel(ImageView<const float> src, ImageView<float> blur,
-                              ImageView<float> dst, float k, float thr, Sink sink) {
+                              ImageView<float> dst, float k, float thr, Sink sink,
+                              FrontOrder order) {
   static_assert(ROWS >= FRONT_HALO, "only the top strip may start above the image");
   static_assert(ROWS <= 32, "a strip's survivors are marked in one 32-bit word");
   const int w = src.width, h = src.height;
   const int lane = threadIdx.x & 31;
   const int warps = blockDim.x >> 5;
+  int bx = int(blockIdx.x), by = int(blockIdx.y);
+  front_block_ring_first(order, by * order.gx + bx, bx, by);
   // Lane 0's column, of the block's first warp and of this one.
-  const int block_x = blockIdx.x * warps * FRONT_COLS - FRONT_APRON;
+  const int block_x = bx * warps * FRONT_COLS - FRONT_APRON;
   const int base = block_x + (threadIdx.x >> 5) * FRONT_COLS;
   const int x = base + lane;
-  const int y0 = blockIdx.y * ROWS;  // < h: the grid's rows are ceil(h / ROWS)
+  const int y0 = by * ROWS;  // < h: the grid's rows are ceil(h / ROWS)
   const bool writes = lane >= FRONT_APRON && lane < 32 - FRONT_APRON && x < w;
   // The lane that holds column clamp(x + d): neighbours across the border are the edge column.
   const int l2 = clampi(clampi(x - 2, 0, w - 1) - base, 0, 31);
@@ -365,6 +396,12 @@ __device__ __forceinline__ void front_strip_pairs(const Src& src, const ImageVie
     }
   }
   sink(dst, x, y0, kept0, kept1);  // by the whole warp
+}
+
+// v5's order for its grid (rotated by the kernel to start at the ring: front_block_ring_first).
+inline FrontOrder v5_order(int w, int h, int warps, dim3 grid) {
+  return front_order(w, h, warps, FRONT_COLS, FRONT_ROWS, FRONT_APRON, FRONT_HALO, BLUR_R, grid.x,
+                     grid.y);
 }
 
 // The pair front's order for its grid, of blocks of `warps` warps (front_order.h).

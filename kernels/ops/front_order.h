@@ -3,8 +3,9 @@
 // their reach: the kernel's non-EDGE path), then the others (its EDGE path), so that for most of
 // the launch an SM runs one of the two unrolled paths, not both. The pair kernel's two paths are
 // twice v5's code, and run side by side (a border block in every row of blocks) they missed in
-// the instruction cache (ncu: the top stall at 3840x2160). Host and device code, no standard
-// library (a CPU test checks that the order is a permutation of the grid, interior first).
+// the instruction cache (ncu: the top stall at 3840x2160). nms v5 runs the same order rotated,
+// the border blocks first (front_block_ring_first). Host and device code, no standard library (a
+// CPU test checks that both orders are permutations of the grid, interior or border first).
 #pragma once
 
 #include "image_view.h"  // LAB_HD
@@ -62,6 +63,15 @@ LAB_HD void front_block(const FrontOrder& o, int i, int& bx, int& by) {
   }
   i -= side * ih;
   bx = i % o.gx, by = o.by1 + i / o.gx;
+}
+
+// The same order rotated to start at the ring: the blocks outside the interior rectangle first
+// (the rows above it, the columns either side of it, the rows below it), then the interior (nms
+// v5, whose border blocks are the slower ones: front_kernels.cuh).
+LAB_HD void front_block_ring_first(const FrontOrder& o, int i, int& bx, int& by) {
+  const int n = o.gx * o.gy, interior = (o.bx1 - o.bx0) * (o.by1 - o.by0);
+  i += interior;
+  front_block(o, i < n ? i : i - n, bx, by);
 }
 
 }  // namespace lab::ops

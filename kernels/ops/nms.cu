@@ -24,7 +24,8 @@
 //                  that sample reads), where the four launches move ten planes. Bit for bit the
 //                  default four kernels' result (front_kernels.cuh says how). Against the CPU:
 //                  the blur plane within blur's bound; the NMS map exact except where the CPU's
-//                  own Harris response is a near tie (below).
+//                  own Harris response is a near tie (below). Its border blocks run first: their
+//                  warps are the slower ones, and the launch ends with the last of them.
 //   v6_front_pairs v5 with a lane on two adjacent columns: v5 is bound by its instructions, and
 //                  a third of them go to the apron (8 of 32 lanes) and to taps and neighbours
 //                  fetched for one column at a time. Here 56 of a warp's 64 columns are
@@ -215,13 +216,15 @@ static void launch_v4(LaunchContext& c, const StageArgs& a) {
   launch_rows<true>(c, a, "nms_v4_fused_score");
 }
 
-// block.x / 32 warps side by side, each on FRONT_COLS (24) output columns of FRONT_ROWS rows.
+// block.x / 32 warps side by side, each on FRONT_COLS (24) output columns of FRONT_ROWS rows,
+// the border blocks first.
 static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
   const auto src = a.in[0].view<const float>();
-  launch(ctx, "nms_v5_fused_front", nms_v5_fused_front_kernel<FRONT_ROWS, FrontNoSink>,
-         front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS),
+  const dim3 grid = front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS);
+  launch(ctx, "nms_v5_fused_front", nms_v5_fused_front_kernel<FRONT_ROWS, FrontNoSink>, grid,
          dim3(a.block.x, a.block.y), 0, src, a.out[1].view<float>(), a.out[0].view<float>(),
-         front_k(a.params), threshold_of(a), FrontNoSink{});
+         front_k(a.params), threshold_of(a), FrontNoSink{},
+         v5_order(src.width, src.height, int(a.block.x / 32), grid));
 }
 
 // v6: block.x / 32 warps side by side, each on PAIR_COLS (56) output columns of FRONT_ROWS rows;

@@ -1682,9 +1682,14 @@ static TopkListSink launch_listed_front(LaunchContext& ctx, const StageArgs& a, 
            nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink, false>, grid, block, 0,
            PlaneSource{src}, blur, map, hk, thr, sink, FrontOrder{});
   } else {
-    launch(ctx, "topk_front_listed", nms_v5_fused_front_kernel<FRONT_ROWS, TopkListSink>,
-           front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS), block, 0, src, blur,
-           map, hk, thr, sink);
+    const dim3 grid = front_grid(src.width, src.height, a.block, FRONT_COLS, FRONT_ROWS);
+    // At most 85 registers (three blocks of 256 an SM): it takes 80 and spills 60 bytes. Left
+    // to itself ptxas gave this kernel 102 once the blocks ran border first (80 before), and
+    // it took 13.5-14.0 us at 1280x736, against 11.7-11.9 capped (BENCHMARKS.md, twenty-second
+    // session).
+    const auto kernel = nms_v5_fused_front_kernel<FRONT_ROWS, TopkListSink, 3>;
+    launch(ctx, "topk_front_listed", kernel, grid, block, 0, src, blur, map, hk, thr, sink,
+           v5_order(src.width, src.height, int(a.block.x / 32), grid));
   }
   return sink;
 }
