@@ -156,8 +156,8 @@ struct FrontNoSink {
 // 78 % active, 1280x736 11.6-11.9 -> 10.6-10.9 us, 3840x2160 56.3 -> 55.3 (BENCHMARKS.md,
 // twenty-second session).
 //
-// MIN_BLOCKS: __launch_bounds__'s blocks an SM, 0 for none (nms v5). It is not the same as 1: with
-// (256, 1) ptxas gave this kernel 216 registers, with (256) 76.
+// MIN_BLOCKS: __launch_bounds__'s blocks an SM, 0 for none (nms v5), 3 for topk's listed front
+// (topk.cu). 0 is not the same as 1: with (256, 1) ptxas gave nms v5 216 registers, with (256) 76.
 template <int ROWS, class Sink, int MIN_BLOCKS = 0>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)
     nms_v5_fused_front_kernel(ImageView<const float> src, ImageView<float> blur,
