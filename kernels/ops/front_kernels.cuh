@@ -65,7 +65,8 @@ __device__ __forceinline__ void front_strip(const ImageView<const float>& src,
   // !EDGE: the taps of input row t, x-2..x+2, at fixed offsets from one pointer stepped a row at
   // a time. From each row's index (a 64-bit multiply a row) a warp issued 1,634 instructions, 272
   // of them integer; stepped, 1,511 and 159 (3840x2160: 56.3 -> 55.0 us).
-  const char* in_row = reinterpret_cast<const char*>(src.row(y0 - FRONT_HALO) + x - BLUR_R);
+  const char* in_row =
+      EDGE ? nullptr : reinterpret_cast<const char*>(src.row(y0 - FRONT_HALO) + x - BLUR_R);
   uint32_t kept = 0;  // bit y: this lane wrote a non-zero NMS value in row y0 + y (for the sink)
 #pragma unroll
   for (int t = 0; t < N; ++t) {
