@@ -257,9 +257,10 @@ struct PairNeighbours<true> {
 // of a warp; the plane's width() and height() (the output planes' too: taken from the source, the
 // compiler knows the clamps below use the same bounds; from dst, v12's front took 159 registers,
 // not 128); `plain_rows(lo, hi)`, whether plane rows lo .. hi - 1 need no fix-up of their own
-// (only then may a block inside the plane skip the edge path); and, per lane, a Rows<EDGE> whose
-// taps(yr, tap) gives the plane's values at columns x - 2 .. x + 3 of plane row yr (EDGE: row and
-// columns clamped to the plane, border replicate). Every lane of the warp calls taps() (a source
+// (only then may a block inside the plane skip the edge path); and, per lane, a Rows<EDGE>, made
+// with the lane's column x and the first row it will read, whose taps(yr, tap) gives the plane's
+// values at columns x - 2 .. x + 3 of plane row yr (EDGE: row and columns clamped to the plane,
+// border replicate), called for the rows in turn. Every lane of the warp calls taps() (a source
 // may shuffle). PlaneSource reads the letterbox plane, each lane loading its own six taps (nms
 // v6, topk v11 and v12); topk v13's FrameSource (topk.cu) converts the camera frame itself.
 struct PlaneSource {
@@ -271,21 +272,26 @@ struct PlaneSource {
   template <bool EDGE>
   struct Rows {
     ImageView<const float> src;
-    int xs[6];  // the taps x-2..x+3, clamped (at a border; inside, three 8-byte loads from x - 2)
-    __device__ Rows(const PlaneSource& s, int x) : src(s.plane) {
+    int xs[6];  // the taps x-2..x+3, clamped (EDGE)
+    // !EDGE: tap x-2 of the next row taps() reads, a row further after each call (from each
+    // row's index, a 64-bit product a row: nms v5, BENCHMARKS.md, twenty-second session).
+    const char* next;
+    __device__ Rows(const PlaneSource& s, int x, int y_first)
+        : src(s.plane), next(reinterpret_cast<const char*>(s.plane.row(y_first) + x - BLUR_R)) {
 #pragma unroll
-      for (int i = 0; i < 6; ++i)
-        xs[i] = EDGE ? clampi(x + i - BLUR_R, 0, src.width - 1) : x + i - BLUR_R;
+      for (int i = 0; i < 6; ++i) xs[i] = clampi(x + i - BLUR_R, 0, src.width - 1);
     }
-    __device__ void taps(int yr, float (&tap)[6]) const {
-      const float* row = src.row(EDGE ? clampi(yr, 0, src.height - 1) : yr);
+    // Rows y_first, y_first + 1, ... in turn (`yr`, for EDGE's clamp).
+    __device__ void taps(int yr, float (&tap)[6]) {
       if (EDGE) {
+        const float* row = src.row(clampi(yr, 0, src.height - 1));
 #pragma unroll
         for (int i = 0; i < 6; ++i) tap[i] = __ldg(row + xs[i]);
       } else {
-        const float2* p = reinterpret_cast<const float2*>(row + xs[0]);
+        const float2* p = reinterpret_cast<const float2*>(next);
         const float2 a = __ldg(p), b = __ldg(p + 1), c = __ldg(p + 2);
         tap[0] = a.x, tap[1] = a.y, tap[2] = b.x, tap[3] = b.y, tap[4] = c.x, tap[5] = c.y;
+        next += src.pitch;
       }
     }
   };
@@ -303,7 +309,7 @@ __device__ __forceinline__ void front_strip_pairs(const Src& src, const ImageVie
   const int w = src.width(), h = src.height();
   const bool top = EDGE && y0 == 0;
   const PairNeighbours<EDGE> nb(x, base, w);
-  const typename Src::template Rows<EDGE> rows(src, x);
+  typename Src::template Rows<EDGE> rows(src, x, y0 - FRONT_HALO);  // read row by row, in order
   float bh0[N], d0[ROWS + 8], s0[ROWS + 8], ha0[ROWS + 6], hb0[ROWS + 6], hc0[ROWS + 6];
   float bh1[N], d1[ROWS + 8], s1[ROWS + 8], ha1[ROWS + 6], hb1[ROWS + 6], hc1[ROWS + 6];
   float rm0[ROWS + 4], centre0[ROWS + 4], rm1[ROWS + 4], centre1[ROWS + 4];

@@ -896,7 +896,7 @@ struct FrameSource {
   struct Rows {
     FrameSource s;
     int x;
-    __device__ Rows(const FrameSource& src, int x_) : s(src), x(x_) {}
+    __device__ Rows(const FrameSource& src, int x_, int) : s(src), x(x_) {}
     __device__ void taps(int yr, float (&tap)[6]) const {
       constexpr unsigned FULL = 0xffffffffu;
       float g0 = LETTERBOX_PAD, g1 = LETTERBOX_PAD;
