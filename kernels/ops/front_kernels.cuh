@@ -274,10 +274,12 @@ struct PlaneSource {
     ImageView<const float> src;
     int xs[6];  // the taps x-2..x+3, clamped (EDGE)
     // !EDGE: tap x-2 of the next row taps() reads, a row further after each call (from each
-    // row's index, a 64-bit product a row: nms v5, BENCHMARKS.md, twenty-second session).
+    // row's index, a 64-bit product a row: nms v5, BENCHMARKS.md, twenty-second session). Made on
+    // the interior path only: an edge strip's first row may lie above the plane.
     const char* next;
     __device__ Rows(const PlaneSource& s, int x, int y_first)
-        : src(s.plane), next(reinterpret_cast<const char*>(s.plane.row(y_first) + x - BLUR_R)) {
+        : src(s.plane),
+          next(EDGE ? nullptr : reinterpret_cast<const char*>(s.plane.row(y_first) + x - BLUR_R)) {
 #pragma unroll
       for (int i = 0; i < 6; ++i) xs[i] = clampi(x + i - BLUR_R, 0, src.width - 1);
     }
