@@ -3,11 +3,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <new>
 
 #include "commands.h"
 #include "check.h"
+#include "output_file.h"
+#include "printable.h"
 #include "trial.h"
 #if defined(LAB_WITH_GUI)
 #include "gui.h"
@@ -49,17 +54,40 @@ constexpr const char* kFooter =
     "69 no CUDA device (--device cuda), 70 internal or CUDA error, 73 cannot create output,\n"
     "74 I/O error.";
 
-// Unsigned options: CLI11 would read "-1" as 2^64 - 1 (a pixel cap switched off, a seed that
-// is not the one typed). A sign, or anything but digits, is refused (exit 64).
-CLI::Validator non_negative() {
+// Integers are decimal: CLI11 would read "010" as 8 and "0x10" as 16 (base 0), and "-1" as
+// 2^64 - 1 for an unsigned option (a pixel cap switched off, a seed that is not the one typed).
+// Leading zeros are dropped so that "010" is ten. `sign`: a leading '-' is left for the range
+// check to judge.
+CLI::Validator whole(bool sign) {
   return CLI::Validator(
-      [](std::string& s) -> std::string {
-        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-          return "must be a whole number of 0 or more, not '" + s + "'";
-        if (s.size() > 19) return "'" + s + "' is too large";
+      [sign](std::string& s) -> std::string {
+        const size_t digits = sign && !s.empty() && s[0] == '-' ? 1 : 0;
+        if (s.size() == digits || s.find_first_not_of("0123456789", digits) != std::string::npos)
+          return "'" + printable(s) + "' is not a whole number" +
+                 (sign ? "" : " (0 or more, in decimal)");
+        const size_t nz = s.find_first_not_of('0', digits);
+        s.erase(digits, (nz == std::string::npos ? s.size() - 1 : nz) - digits);
+        if (s.size() - digits > 18) return "'" + s + "' is too large";
         return "";
       },
-      "UINT");
+      sign ? "INT" : "UINT");
+}
+CLI::Validator non_negative() {
+  return whole(false);
+}
+
+// A number that compares: NaN passes every range check (each comparison is false), and
+// infinity is no setting either.
+CLI::Validator finite() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || *end != '\0' || !std::isfinite(v))
+          return "'" + printable(s) + "' is not a finite number";
+        return "";
+      },
+      "NUMBER");
 }
 
 void add_common(CLI::App* cmd, CommonOptions& o) {
@@ -101,6 +129,7 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
                   "seconds the --kernel-file kernel's trial run (once, in a child process, "
                   "before it enters the lab) may take; one that takes longer is not installed")
       ->capture_default_str()
+      ->check(finite())
       ->check(CLI::Range(0.1, 600.0));
   cmd->add_flag("--trial-memcheck", o.trial_memcheck,
                 "run the trial under compute-sanitizer --tool memcheck (found on PATH or beside "
@@ -127,14 +156,28 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
                 "instead of refusing it (exit 65)");
 }
 
+// A command's exit code, once standard output is known to have taken everything: output lost
+// to a full disk, a closed descriptor or a broken pipe is an I/O error (74), not a success.
+int finish(int rc) {
+  check_stdout();
+  return rc;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // A write past the file-size limit fails with EFBIG, which the lab reports (74), instead of
+  // ending the process with a temporary left behind; libraries' writes (a shader cache) too.
+  std::signal(SIGXFSZ, SIG_IGN);
   // The trial child (trial.h): a hidden subcommand, started by the lab itself.
   if (argc == 2 && std::string(argv[1]) == "__trial") return trial_child_main(0, 1);
   CLI::App app{kAbout, "kernel-lab"};
   app.footer(kFooter);
   app.set_version_flag("--version", LAB_VERSION);
+  // An option's text may hold ESC or BEL: quoted back to the terminal only escaped.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return printable(e.what(), 4096) + "\nRun with --help for more information.\n";
+  });
   app.require_subcommand(0, 1);
 
   ListOptions list_o;
@@ -164,18 +207,22 @@ int run_cli(int argc, char** argv) {
   MeasureOptions& bm = bench_o.measure;
   bench->add_option("--warmup", bm.warmup, "untimed runs first")
       ->capture_default_str()
+      ->check(whole(true))
       ->check(CLI::Range(0, 100000));
   bench->add_option("--reps", bm.reps, "timed runs (with --noise: at most)")
       ->capture_default_str()
+      ->check(whole(true))
       ->check(CLI::Range(1, 100000));
   double noise_pct = 0;
   bench
       ->add_option("--noise", noise_pct,
                    "stop once the median's relative standard error is under this percent "
                    "(after --min-reps runs; at most --reps), as nvbench does; 0: run --reps")
+      ->check(finite())
       ->check(CLI::Range(0.0, 100.0));
   bench->add_option("--min-reps", bm.min_reps, "with --noise: at least this many timed runs")
       ->capture_default_str()
+      ->check(whole(true))
       ->check(CLI::Range(2, 100000));
   bench->add_flag("--cold", bm.cold_l2,
                   "flush the L2 before every timed run (DRAM-cold figures; default: L2-warm)");
@@ -184,6 +231,7 @@ int run_cli(int argc, char** argv) {
                    "microseconds of GPU-side delay the timed launches queue behind (0: none, "
                    "so the host's launch latency shows in the figures)")
       ->capture_default_str()
+      ->check(finite())
       ->check(CLI::Range(0.0, 100000.0));
   bench->add_flag("--counters", bench_o.counters,
                   "hardware counters per launch through CUPTI (achieved occupancy, DRAM bytes, "
@@ -213,6 +261,7 @@ int run_cli(int argc, char** argv) {
       ->excludes("--graph");
   run->add_option("--frames", run_o.frames, "frames to process (timings: median, p95)")
       ->capture_default_str()
+      ->check(whole(true))
       ->check(CLI::Range(1, 1000000));
 
   CopyOptions copy_o;
@@ -263,9 +312,11 @@ int run_cli(int argc, char** argv) {
       ->add_option("--arch", asm_o.arch,
                    "the SASS architecture, e.g. 87 or 90 (default: this GPU's, else the "
                    "first in the binary); with --kernel-file, NVRTC's target")
+      ->check(whole(true))
       ->check(CLI::Range(50, 200));
   asm_cmd->add_option("--width", asm_o.width, "columns of each side in --diff / --against")
       ->capture_default_str()
+      ->check(whole(true))
       ->check(CLI::Range(20, 400));
   asm_cmd->add_option("--kernel-file", asm_o.kernel_file,
                       "a live kernel file instead: compiled here with NVRTC (no GPU needed)");
@@ -283,6 +334,7 @@ int run_cli(int argc, char** argv) {
                 "render through EGL into an offscreen framebuffer (no display needed)");
   gui->add_option("--frames", gui_o.frames,
                   "stop after N frames (default: until the window closes; 60 headless)")
+      ->check(whole(true))
       ->check(CLI::Range(0, 100000000));
   gui->add_option("--screenshot", gui_o.screenshot, "write the last frame as PNG");
   gui->add_option("--window", gui_window, "window or framebuffer size WxH")->capture_default_str();
@@ -291,6 +343,7 @@ int run_cli(int argc, char** argv) {
   gui->add_option("--ui-scale", gui_o.ui_scale,
                   "scale of fonts and sizes (default: the monitor's content scale, 1 headless); "
                   "above 1 the font is rasterised at that size (DejaVu Sans) rather than magnified")
+      ->check(finite())
       ->check(CLI::Range(0.5, 4.0));
   gui->add_flag("--free-run", gui_o.free_run,
                 "with --frames: draw without waiting for the engine, as an interactive session "
@@ -305,10 +358,12 @@ int run_cli(int argc, char** argv) {
                   "microseconds of GPU-side delay each frame's launches queue behind, as in "
                   "bench (0: none; the first launch then absorbs the host's latency)")
       ->capture_default_str()
+      ->check(finite())
       ->check(CLI::Range(0.0, 100000.0));
   gui->add_option("--live-recompile", gui_o.live_recompile,
                   "with --kernel-file: compile and run it again every N frames, as a user "
                   "pressing the button would (a scripted run prints the median time to installed)")
+      ->check(whole(true))
       ->check(CLI::Range(0, 1000000));
   gui->add_option("--ladder", gui_o.ladder_stage,
                   "run the ladder of this stage (or the playground's) once the first frame has "
@@ -342,20 +397,34 @@ int run_cli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);  // prints help, version or the error
-    return rc == 0 ? 0 : 64;
+    if (rc != 0) return 64;
+    try {
+      return finish(0);
+    } catch (const Error& err) {
+      std::cerr << "kernel-lab: error: " << err.what() << "\n";
+      return exit_code(err.kind());
+    }
   }
 
   try {
-    if (*list) return cmd_list(list_o);
-    if (*check) return cmd_check(check_c, check_o);
+    // What this run reads may not be what it writes (output_file.h); an output the lab will not
+    // write is refused now, before any work.
+    for (const CommonOptions* c : {&check_c, &bench_c, &run_c})
+      for (const std::string& in : {c->input, c->preset, c->kernel_file}) note_input(in);
+    note_input(asm_o.kernel_file);
+    if (*bench && !bench_o.out.empty()) check_output_path(bench_o.out);
+    if (*copy && !copy_o.out.empty()) check_output_path(copy_o.out);
+    if (*list) return finish(cmd_list(list_o));
+    if (*check) return finish(cmd_check(check_c, check_o));
     if (*bench) {
       bench_o.measure.max_noise = noise_pct / 100;
       if (bench->get_option("--input")->count() == 0) bench_c.input = default_bench_input();
-      return cmd_bench(bench_c, bench_o);
+      note_input(bench_c.input);
+      return finish(cmd_bench(bench_c, bench_o));
     }
-    if (*run) return cmd_run(run_c, run_o);
-    if (*copy) return cmd_copy(copy_o);
-    if (*asm_cmd) return cmd_asm(asm_o);
+    if (*run) return finish(cmd_run(run_c, run_o));
+    if (*copy) return finish(cmd_copy(copy_o));
+    if (*asm_cmd) return finish(cmd_asm(asm_o));
 #if defined(LAB_WITH_GUI)
     if (*gui || app.get_subcommands().empty()) {
       const auto size = parse_wxh(gui_window);
@@ -381,21 +450,27 @@ int run_cli(int argc, char** argv) {
           gui_o.backend == Backend::Cuda ? pick_upload(gui_c.upload) : UploadMode::Pageable;
       // Offscreen, nobody can close a window: a headless or screenshot run stops by itself.
       if ((gui_o.headless || !gui_o.screenshot.empty()) && gui_o.frames == 0) gui_o.frames = 60;
-      return ui::run_gui(gui_o);
+      for (const std::string& in : {gui_c.input, gui_c.preset, gui_c.kernel_file}) note_input(in);
+      for (const std::string& out : {gui_o.screenshot, gui_o.dump_texture})
+        if (!out.empty()) check_output_path(out);
+      if (!gui_o.ladder_export.empty())
+        for (const char* ext : {".csv", ".json", ".png"})
+          check_output_path(gui_o.ladder_export + ext);
+      return finish(ui::run_gui(gui_o));
     }
 #endif
     std::cout << app.help();
-    return 0;
+    return finish(0);
   } catch (const Error& e) {
     std::cerr << "kernel-lab: error: "
               << (e.kind() == ErrorKind::Refused ? "the device refuses this configuration: " : "")
-              << e.what() << "\n";
+              << printable(e.what(), 4096) << "\n";  // a file name may hold ESC or BEL
     return exit_code(e.kind());
   } catch (const std::bad_alloc&) {
     std::cerr << "kernel-lab: error: out of host memory\n";
     return 70;
   } catch (const std::exception& e) {
-    std::cerr << "kernel-lab: internal error: " << e.what() << "\n";
+    std::cerr << "kernel-lab: internal error: " << printable(e.what(), 4096) << "\n";
     return 70;
   }
 }

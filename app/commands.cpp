@@ -10,11 +10,13 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "bench_report.h"
 #include "capture.h"
@@ -22,6 +24,7 @@
 #include "keypoint_slots.h"
 #include "ladder.h"
 #include "npy.h"
+#include "output_file.h"
 #include "live.h"
 #include "measure.h"
 #include "paths.h"
@@ -473,11 +476,9 @@ void write_report(const BenchOptions& o, const std::vector<BenchRow>& rows, doub
     print_rows(std::cout, rows, o, copy_gbs, header, frames, story);
     return;
   }
-  std::ofstream f(o.out);
-  if (!f) throw Error(ErrorKind::CantCreate, "cannot create " + o.out);
-  print_rows(f, rows, o, copy_gbs, header, frames, story);
-  f.close();  // a failure to flush shows only here
-  if (!f) throw Error(ErrorKind::Io, "writing " + o.out + " failed");
+  std::ostringstream text;
+  print_rows(text, rows, o, copy_gbs, header, frames, story);
+  write_output_file(o.out, text.str());
 }
 
 // The per-launch rows: every configuration of every selected stage (ladder_configs: the
@@ -755,24 +756,112 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
 // ---- run -------------------------------------------------------------------------------------
 
 namespace {
-// Ctrl-C or SIGTERM during `run` ends the frame loop; the normal exit path then releases the
-// camera (Capture's destructor) and the GPU (Runner's).
-std::atomic<bool> g_interrupted{false};
+// Ctrl-C or SIGTERM during `run`: the loop stops at the next frame boundary, and the run ends
+// with its complete report (and dump) and 130 or 143. A signal that lands inside a long frame
+// (the CPU references on a large image) or a blocking open cannot wait for that: RunWatch's
+// thread then prints the report of the frames done so far and ends the process within a second.
+std::atomic<int> g_signal{0};
 extern "C" void on_interrupt(int sig) {
-  g_interrupted = true;
-  std::signal(sig, SIG_DFL);  // a second Ctrl-C ends the process at once
+  g_signal = sig;
+  std::signal(sig, SIG_DFL);  // a second one ends the process at once
 }
 
-struct InterruptGuard {
-  InterruptGuard() {
-    g_interrupted = false;
+// What `run` reports: one line per stage, then the frame line. Filled by the loop, printed by
+// it at the end, or by the watchdog when a signal cannot wait for the loop.
+struct RunReport {
+  std::vector<std::string> heads, fixed;  // per stage: its name columns; a fixed status or ""
+  std::vector<std::vector<double>> ms;    // per stage, per frame
+  std::vector<double> frame;
+  bool graph = false;
+  const char* unit = "CPU";
+  uint64_t dropped = 0;
+  size_t skipped = 0;
+
+  void print(int sig) const {
+    for (size_t i = 0; i < heads.size(); ++i) {
+      if (!fixed[i].empty())
+        std::printf("%s%s\n", heads[i].c_str(), fixed[i].c_str());
+      else
+        std::printf("%s%s median %9.3f ms  p95 %9.3f ms\n", heads[i].c_str(), unit, median(ms[i]),
+                    percentile(ms[i], 95));
+    }
+    if (sig)
+      std::printf("interrupted (%s): stopping after %zu frame(s)\n",
+                  sig == SIGINT ? "SIGINT" : "SIGTERM", frame.size());
+    std::printf(
+        "frame%s: median %.3f ms, p95 %.3f ms over %zu frame(s); %llu dropped, %zu skipped\n",
+        graph ? " (CUDA graph)" : "", median(frame), percentile(frame, 95), frame.size(),
+        (unsigned long long)dropped, skipped);
+  }
+};
+
+// Installs the handlers; its thread ends the run when a signal is not seen at a frame boundary
+// within `grace`.
+class RunWatch {
+ public:
+  RunWatch() {
+    g_signal = 0;
     std::signal(SIGINT, on_interrupt);
     std::signal(SIGTERM, on_interrupt);
+    m_thread = std::thread([this] { watch(); });
   }
-  ~InterruptGuard() {
+  ~RunWatch() {
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      m_done = true;
+    }
+    m_cv.notify_all();
+    m_thread.join();
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
   }
+  // The loop's view: a frame ended (its figures are in the report), or the run is finishing
+  // (the watchdog no longer acts: the loop writes the report and the dump itself).
+  template <typename F>
+  void update(F&& f) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    f(m_report);
+    ++m_progress;
+  }
+  void finishing() {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_finishing = true;
+  }
+  bool opened = false;  // set by the loop once the input is open
+  const RunReport& report() const { return m_report; }
+
+ private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    uint64_t seen_progress = 0;
+    auto since = std::chrono::steady_clock::time_point{};
+    while (!m_cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return m_done; })) {
+      const int sig = g_signal;
+      if (sig == 0 || m_finishing) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (since == std::chrono::steady_clock::time_point{} || seen_progress != m_progress)
+        since = now, seen_progress = m_progress;
+      if (now - since < std::chrono::milliseconds(500)) continue;
+      // The loop is inside a frame or an open that does not end soon: report and stop here.
+      if (m_report.heads.empty()) {
+        std::fprintf(stderr, "kernel-lab: interrupted while opening the input\n");
+      } else {
+        m_report.print(sig);
+        std::fprintf(stderr,
+                     "kernel-lab: interrupted during a frame: the report above covers the "
+                     "frames that ended; no dump was written\n");
+      }
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(128 + sig);
+    }
+  }
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  RunReport m_report;
+  uint64_t m_progress = 0;
+  bool m_done = false, m_finishing = false;
+  std::thread m_thread;
 };
 }  // namespace
 
@@ -810,6 +899,9 @@ HostImage take_rows(const HostImage& img, const std::vector<int>& rows, bool key
 }  // namespace
 
 void dump_slots(const Runner& r, const std::string& folder) {
+  // A set: every slot is written before any is put in place (output_file.h).
+  OutputSet dump(folder);
+  std::vector<std::string> lines;
   // Outputs of stages a fused variant did the work of, unless a stage that ran wrote them (the
   // fused front writes blur, which sample reads).
   std::set<std::string> unwritten;
@@ -827,7 +919,7 @@ void dump_slots(const Runner& r, const std::string& folder) {
   for (const SlotInfo& slot : r.slots()) {
     const std::string path = (std::filesystem::path(folder) / (slot.name + ".npy")).string();
     if (unwritten.count(slot.name)) {
-      std::cout << "not written: " << slot.name << " (its stage is fused into a later one)\n";
+      lines.push_back("not written: " + slot.name + " (its stage is fused into a later one)");
       continue;
     }
     HostImage img = r.read_slot(slot.name);
@@ -838,25 +930,38 @@ void dump_slots(const Runner& r, const std::string& folder) {
     } else if (have_rows && (slot.name == slots::kPatches || slot.name == slots::kDescriptors)) {
       img = take_rows(img, rows, false);
     }
-    io::write_npy(path, img);
-    std::cout << "wrote " << path << " (" << img.desc().str() << ")\n";
+    io::write_npy(dump.add(slot.name + ".npy"), img);
+    lines.push_back("wrote " + path + " (" + img.desc().str() + ")");
   }
+  dump.commit();
+  for (const std::string& l : lines) std::cout << l << "\n";
 }
 
 int cmd_run(const CommonOptions& c, const RunOptions& o) {
-  if (!o.dump.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.dump, ec);
-    if (ec || !std::filesystem::is_directory(o.dump))
-      throw Error(ErrorKind::CantCreate,
-                  "cannot create the dump folder " + o.dump + (ec ? ": " + ec.message() : ""));
-  }
+  // The dump's path is checked now; its folder is made only when every slot is written.
+  if (!o.dump.empty()) OutputSet check_only(o.dump);
+  RunWatch watch;
   auto s = open_session(c);
   Runner& r = s->runner;
   r.set_flush_before_launch(o.cold);
   std::cout << device_line(r.backend()) << "\ninput: " << s->describe() << "\n";
-  std::vector<std::vector<double>> ms(r.stages().size());
-  std::vector<double> frame;
+  watch.update([&](RunReport& rep) {
+    for (size_t i = 0; i < r.stages().size(); ++i) {
+      const ResolvedStage& st = r.stages()[i];
+      char head[160];
+      std::snprintf(head, sizeof head, "%-10s %-18s %-6s %-8s ", st.op->def.name.c_str(),
+                    st.variant_def().name.c_str(), st.block.str().c_str(), math_name(st.math));
+      rep.heads.push_back(head);
+      rep.fixed.push_back(r.disabled(i)  ? "disabled: its input passed through, or zeros"
+                          : r.skipped(i) ? "skipped: fused into " + r.fused_into(i)
+                          : r.graph()    ? "in the CUDA graph (timed as a whole)"
+                                         : "");
+    }
+    rep.ms.resize(r.stages().size());
+    rep.graph = r.graph();
+    rep.unit = r.backend() == Backend::Cuda ? "GPU" : "CPU";
+    rep.skipped = s->skipped;
+  });
   // A frame of another size (a camera's resolution changed, a slideshow of mixed sizes)
   // reallocates the slots.
   auto process = [&](const HostImage& img) {
@@ -865,18 +970,20 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
       r.set_input(img);
     }
     r.run();
-    for (size_t i = 0; i < ms.size(); ++i) ms[i].push_back(r.stage_ms()[i]);
-    frame.push_back(r.frame_ms());
+    watch.update([&](RunReport& rep) {
+      for (size_t i = 0; i < rep.ms.size(); ++i) rep.ms[i].push_back(r.stage_ms()[i]);
+      rep.frame.push_back(r.frame_ms());
+      rep.skipped = s->skipped;
+    });
   };
-  InterruptGuard interrupt_guard;
+  auto stopped = [] { return g_signal != 0; };
   process(s->input);
-  uint64_t dropped = 0;
   if (s->lab) {
     // A playground: the same generated inputs, run again.
-    for (int f = 1; f < o.frames && !g_interrupted; ++f) process(s->input);
+    for (int f = 1; f < o.frames && !stopped(); ++f) process(s->input);
   } else if (!s->source->live()) {
     // Files and the synthetic scene: every frame, in order.
-    for (int f = 1; f < o.frames && !g_interrupted; ++f)
+    for (int f = 1; f < o.frames && !stopped(); ++f)
       process(next_frame(*s->source, s->skipped).image);
   } else if (o.frames > 1) {
     // A camera runs on its own thread; the pipeline takes the newest frame, as the GUI does.
@@ -890,13 +997,14 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     });
     int done = 1;
     auto waited = std::chrono::milliseconds(0);
-    while (done < o.frames && !g_interrupted) {
+    while (done < o.frames && !stopped()) {
       io::Frame f;
       if (cap.wait_latest(f, std::chrono::milliseconds(500))) {
         process(f.image);
         ++done, waited = {};
         continue;
       }
+      if (stopped()) break;
       waited += std::chrono::milliseconds(500);
       const io::CaptureStats st = cap.stats();
       std::cerr << "kernel-lab: " << capture_state_name(st.state)
@@ -905,29 +1013,16 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
         throw Error(ErrorKind::Io, "no frame for 10 s from " + c.input + ": " + st.problem);
     }
     const io::CaptureStats st = cap.stats();
-    dropped = st.dropped;
-    s->skipped += st.skipped;
+    watch.update([&](RunReport& rep) {
+      rep.dropped = st.dropped;
+      rep.skipped = s->skipped + st.skipped;
+    });
   }
-  const char* unit = r.backend() == Backend::Cuda ? "GPU" : "CPU";
-  for (size_t i = 0; i < ms.size(); ++i) {
-    const ResolvedStage& st = r.stages()[i];
-    std::printf("%-10s %-18s %-6s %-8s ", st.op->def.name.c_str(), st.variant_def().name.c_str(),
-                st.block.str().c_str(), math_name(st.math));
-    if (r.disabled(i))
-      std::printf("disabled: its input passed through, or zeros\n");
-    else if (r.skipped(i))
-      std::printf("skipped: fused into %s\n", r.fused_into(i).c_str());
-    else if (r.graph())
-      std::printf("in the CUDA graph (timed as a whole)\n");
-    else
-      std::printf("%s median %9.3f ms  p95 %9.3f ms\n", unit, median(ms[i]), percentile(ms[i], 95));
-  }
-  if (g_interrupted) std::printf("interrupted: stopping after %zu frame(s)\n", frame.size());
-  std::printf("frame%s: median %.3f ms, p95 %.3f ms over %zu frame(s); %llu dropped, %zu skipped\n",
-              r.graph() ? " (CUDA graph)" : "", median(frame), percentile(frame, 95), frame.size(),
-              (unsigned long long)dropped, s->skipped);
+  watch.finishing();
+  const int sig = g_signal;
+  watch.report().print(sig);
   if (!o.dump.empty()) dump_slots(r, o.dump);
-  return 0;
+  return sig ? 128 + sig : 0;
 }
 
 }  // namespace lab::app

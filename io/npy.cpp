@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check.h"
+#include "output_file.h"
 #include "printable.h"
 
 namespace lab::io {
@@ -180,32 +181,24 @@ std::string npy_header(const ImageDesc& d) {
   return header;
 }
 
-void write_npy(const std::string& path, const HostImage& img) {
+void write_npy(OutputFile& out, const HostImage& img) {
   const ImageDesc& d = img.desc();
-  const std::string header = npy_header(d);
-  File f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f) fail(ErrorKind::CantCreate, path, std::string("cannot create: ") + std::strerror(errno));
-
-  bool ok = std::fwrite(header.data(), 1, header.size(), f.get()) == header.size();
+  out.write(npy_header(d));
   const size_t bytes = d.bytes();
-  if (ok && bytes > 0) {
-    if (d.type != PixelType::U8 && !little_endian()) {
-      std::vector<uint8_t> tmp(img.bytes(), img.bytes() + bytes);
-      swap_f32(tmp.data(), bytes);
-      ok = std::fwrite(tmp.data(), 1, bytes, f.get()) == bytes;
-    } else {
-      ok = std::fwrite(img.bytes(), 1, bytes, f.get()) == bytes;
-    }
+  if (bytes == 0) return;
+  if (d.type != PixelType::U8 && !little_endian()) {
+    std::vector<uint8_t> tmp(img.bytes(), img.bytes() + bytes);
+    swap_f32(tmp.data(), bytes);
+    out.write(tmp.data(), bytes);
+  } else {
+    out.write(img.bytes(), bytes);
   }
-  const int saved_errno = errno;
-  // fclose flushes; a full disk often shows up only here.
-  const bool closed = std::fclose(f.release()) == 0;
-  if (!ok || !closed) {
-    const std::string why = std::strerror(ok ? errno : saved_errno);
-    std::error_code ec;
-    fs::remove(path, ec);  // do not leave a truncated file that looks valid
-    fail(ErrorKind::Io, path, "write failed: " + why);
-  }
+}
+
+void write_npy(const std::string& path, const HostImage& img) {
+  OutputFile out(path);
+  write_npy(out, img);
+  out.commit();
 }
 
 HostImage read_npy(const std::string& path) {

@@ -7,13 +7,17 @@
 #include <string>
 
 #include "image.h"
+#include "output_file.h"
 
 namespace lab::io {
 
 // Writes a version 1.0 .npy: F32 as '<f4', U8 as '|u1'; shape (H, W) for one channel,
-// (H, W, C) otherwise; C order. Throws Error(CantCreate) if the file cannot be created,
-// Error(Io) if a write fails.
+// (H, W, C) otherwise; C order. Through the lab's writer (output_file.h): Error(CantCreate)
+// if the path cannot be written, Error(Io) if a write fails, and then nothing at the path has
+// changed.
 void write_npy(const std::string& path, const HostImage& img);
+// The same into an open output (a file of a dump's set); the caller commits it.
+void write_npy(OutputFile& out, const HostImage& img);
 
 // Reads a version 1.0 or 2.0 .npy of '<f4' or '|u1', C order, with 2 or 3 dimensions.
 // Throws Error(NoInput) for a missing file, Error(Io) for an unreadable one, Error(Data) for

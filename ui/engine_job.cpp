@@ -51,8 +51,10 @@ void engine_frame(GuiApp& app, bool wait) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "frame %llu has been running for %.0f s",
                       (unsigned long long)app.job_number, s);
-        app.stale = std::string(buf) +
-                    (at.empty() ? " (the GPU has not finished it)" : ": waiting on " + at);
+        app.stale = std::string(buf) + (app.opt.backend == Backend::Cpu
+                                            ? " (the CPU references are slow at this size)"
+                                        : at.empty() ? " (the GPU has not finished it)"
+                                                     : ": waiting on " + at);
         // The first frame after starting again waits on the driver, not on a kernel of this
         // process: the H200's ran it 19 s after the fault.
         if (app.recovery.restarted && app.recovery.waiting)

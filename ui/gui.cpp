@@ -23,10 +23,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include "npy.h"
+#include "output_file.h"
+#include "printable.h"
 #include "app_state.h"
 #include "headless_gl.h"
 #include "measure.h"
@@ -284,18 +287,40 @@ void script_ab(GuiApp& app, AbScript& script) {
   }
 }
 
+// The panels' layout (imgui.ini in the state folder), persisted by the lab's writer rather than
+// ImGui's own file code: one that fails or is killed part-way leaves the previous layout.
+// Headless renders keep the default layout, so screenshots do not depend on past sessions.
 std::string& ini_path() {
-  static std::string path;  // ImGui keeps the pointer
+  static std::string path;  // empty: the layout is not persisted
   return path;
+}
+
+void save_layout(bool force) {
+  ImGuiIO& io = ImGui::GetIO();
+  if (ini_path().empty() || !(force || io.WantSaveIniSettings)) return;
+  io.WantSaveIniSettings = false;
+  size_t size = 0;
+  const char* text = ImGui::SaveIniSettingsToMemory(&size);
+  try {
+    write_output_file(ini_path(), std::string(text, size));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "kernel-lab: warning: the panels' layout was not saved: %s\n",
+                 printable(e.what(), 300).c_str());
+    ini_path().clear();  // said once
+  }
 }
 
 void init_imgui(float scale, bool persist_layout) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
-  ini_path() = state_dir() + "/imgui.ini";
-  // Headless renders use the default layout, so screenshots do not depend on past sessions.
-  io.IniFilename = persist_layout ? ini_path().c_str() : nullptr;
+  io.IniFilename = nullptr;
+  if (persist_layout) {
+    ini_path() = state_dir() + "/imgui.ini";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(ini_path(), ec))
+      ImGui::LoadIniSettingsFromDisk(ini_path().c_str());
+  }
   ImGui::StyleColorsDark();
   if (scale > 1.0f) {  // high-DPI: every size scaled, and a font rasterised at the scaled size
     ImGui::GetStyle().ScaleAllSizes(scale);
@@ -574,6 +599,7 @@ int run_gui(const GuiOptions& given) {
       else
         glFinish();  // headless: the frame really drawn, as a swap would (and no queue build-up)
       report_if_slow("the GL swap or finish", sync0);
+      save_layout(false);
       push_history(app.ui.gl_sync_ms, std::chrono::duration<float, std::milli>(
                                           std::chrono::steady_clock::now() - sync0)
                                           .count());
@@ -591,7 +617,7 @@ int run_gui(const GuiOptions& given) {
   }
   autosave_live(app, true);
   if (app.recovery.restart) {  // recovery.cpp: a new start gets the device back
-    if (ImGui::GetIO().IniFilename) ImGui::SaveIniSettingsToDisk(ImGui::GetIO().IniFilename);
+    save_layout(true);
     std::printf("gui: %llu frames, %llu results before the GPU fault; starting again\n",
                 (unsigned long long)ui_frames, (unsigned long long)app.frames);
     const std::string why = restart_lab(app, ui_frames);  // returns only when it could not
@@ -605,6 +631,13 @@ int run_gui(const GuiOptions& given) {
     write_screenshot(opt.screenshot, fb_w, fb_h);
   // A frame that never ends (a kernel in an endless loop) cannot be waited for: the lab says
   // so, saves what the user made, and exits 70 without touching the GPU again.
+  // On the CPU references a frame that has not ended is slow, not hung: it is waited for.
+  if (opt.backend == Backend::Cpu && app.job.valid() &&
+      app.job.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
+    std::printf("gui: waiting for the last frame (the CPU references are slow at this size)\n");
+    std::fflush(stdout);
+    app.job.wait();
+  }
   if (app.job.valid() && app.job.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
     if (app.stale.empty()) engine_frame(app, false);  // names the launch it waits on
     const std::string saved = save_before_exit(app);
@@ -742,6 +775,7 @@ int run_gui(const GuiOptions& given) {
   if (app.kp_vao) glDeleteVertexArrays(1, &app.kp_vao);
   if (app.colormap_gl.program) glDeleteProgram(app.colormap_gl.program);
   if (app.overlay_gl.program) glDeleteProgram(app.overlay_gl.program);
+  save_layout(true);
   ImGui_ImplOpenGL3_Shutdown();
   if (window) {
     ImGui_ImplGlfw_Shutdown();

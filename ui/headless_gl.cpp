@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "check.h"
+#include "output_file.h"
 
 namespace lab::ui {
 
@@ -69,8 +70,15 @@ void write_screenshot_region(const std::string& path, int w, int h, int x0, int 
   for (int y = 0; y < rh; ++y)
     std::copy(px.begin() + size_t(rh - 1 - y) * rw * 4, px.begin() + size_t(rh - y) * rw * 4,
               flipped.begin() + size_t(y) * rw * 4);
-  if (!stbi_write_png(path.c_str(), rw, rh, 4, flipped.data(), rw * 4))
-    throw Error(ErrorKind::CantCreate, "cannot write the image " + path);
+  // Encoded in memory and written by the lab's writer: stb's own file writer ignores its fwrite
+  // and fclose errors and reports success on a full disk.
+  std::string png;
+  auto append = [](void* ctx, void* data, int size) {
+    static_cast<std::string*>(ctx)->append(static_cast<const char*>(data), size_t(size));
+  };
+  if (!stbi_write_png_to_func(append, &png, rw, rh, 4, flipped.data(), rw * 4))
+    throw Error(ErrorKind::Internal, "cannot encode the image for " + path);
+  write_output_file(path, png);
 }
 
 void write_screenshot(const std::string& path, int w, int h) {

@@ -10,6 +10,7 @@
 
 #include "app_state.h"
 #include "orin.h"
+#include "output_file.h"
 
 namespace lab::ui {
 
@@ -279,10 +280,12 @@ void roofline(LadderUi& ui, const Ladder& l, size_t selected) {
 }
 
 void write_file(const std::string& path, const std::string& text, std::string& note) {
-  std::ofstream f(path);
-  f << text;
-  f.close();
-  note = f ? "wrote " + path : "cannot write " + path;
+  try {
+    write_output_file(path, text);
+    note = "wrote " + path;
+  } catch (const Error& e) {
+    note = e.what();
+  }
 }
 
 // The ladder's step that matches stage i as the Pipeline panel has it configured now (SIZE_MAX

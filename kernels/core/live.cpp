@@ -17,6 +17,7 @@
 #include "check.h"
 #include "device.h"
 #include "live_sources.h"
+#include "output_file.h"
 #include "paths.h"
 #include "pipeline.h"
 #include "presets.h"
@@ -476,11 +477,7 @@ std::string read_live_file(const std::string& path) {
 }
 
 void write_live_file(const std::string& path, const std::string& source) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorKind::CantCreate, "cannot create " + path);
-  f << source;
-  f.close();
-  if (!f) throw Error(ErrorKind::Io, "writing " + path + " failed");
+  write_output_file(path, source);
 }
 
 std::string live_draft_path() {
@@ -490,16 +487,7 @@ std::string live_draft_path() {
 void write_live_draft(const std::string& path, const LiveDraft& d) {
   const nlohmann::json j{{"schema", 1},  {"source", d.source},     {"stage", d.stage},
                          {"add", d.add}, {"add_slot", d.add_slot}, {"file", d.file}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(ErrorKind::CantCreate, "cannot write " + tmp);
-    out << j.dump(1) << "\n";
-    if (!out.flush()) throw Error(ErrorKind::Io, "writing " + tmp + " failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw Error(ErrorKind::Io, "cannot replace " + path + ": " + ec.message());
+  write_output_file(path, j.dump(1) + "\n");
 }
 
 std::optional<LiveDraft> read_live_draft(const std::string& path, std::string* warning) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "output_file.h"
 #include "printable.h"
 #include "paths.h"
 
@@ -77,8 +78,12 @@ PresetLoad preset_from_json(const std::string& text, const PipelineConfig& fallb
                     std::to_string(kPresetSchema) + ": using the defaults";
       return out;
     }
+    // null or {} iterate as nothing: a pipeline of no stage would run without a word.
+    const nlohmann::json& stages = j.at("pipeline");
+    if (!stages.is_array() || stages.empty())
+      throw Error(ErrorKind::Usage, "'pipeline' is not a list of stages");
     PipelineConfig p;
-    for (const auto& st : j.at("pipeline")) {
+    for (const auto& st : stages) {
       StageConfig s;
       s.op = st.at("op").get<std::string>();
       if (st.contains("variant")) s.variant = st["variant"].get<std::string>();
@@ -107,13 +112,9 @@ PresetLoad preset_from_json(const std::string& text, const PipelineConfig& fallb
 }
 
 void save_preset(const std::string& path, const PipelineConfig& p) {
-  std::error_code ec;
+  std::error_code ec;  // a folder the user named for it is made; a failure shows in the write
   fs::create_directories(fs::path(path).parent_path(), ec);
-  std::ofstream f(path);
-  if (!f) throw Error(ErrorKind::CantCreate, "cannot create " + path);
-  f << preset_to_json(p) << "\n";
-  f.close();
-  if (!f) throw Error(ErrorKind::Io, "writing " + path + " failed");
+  write_output_file(path, preset_to_json(p) + "\n");
 }
 
 PresetLoad load_preset(const std::string& path, const PipelineConfig& fallback) {
