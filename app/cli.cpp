@@ -51,8 +51,9 @@ constexpr const char* kFooter =
     "  kernel-lab bench --lab matmul --sweep-variants --size 4096x4096x4096\n"
     "                                                   a playground's story, measured\n"
     "\nExit codes (sysexits): 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,\n"
-    "69 no CUDA device (--device cuda), 70 internal or CUDA error, 73 cannot create output,\n"
-    "74 I/O error.";
+    "69 no CUDA device (--device cuda), 70 internal or CUDA error, 73 cannot create output\n"
+    "(a device, FIFO or folder at the path, or an input), 74 I/O error (standard output too),\n"
+    "130/143 run interrupted by SIGINT/SIGTERM (its report written). README's table has them.";
 
 // Integers are decimal: CLI11 would read "010" as 8 and "0x10" as 16 (base 0), and "-1" as
 // 2^64 - 1 for an unsigned option (a pixel cap switched off, a seed that is not the one typed).

@@ -1,7 +1,13 @@
 #include "targets.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
 
 #include "check.h"
 #include "frame_source.h"
@@ -9,6 +15,7 @@
 #include "live.h"
 #include "memcheck_report.h"
 #include "npy.h"
+#include "output_file.h"
 #include "presets.h"
 #include "trial.h"
 
@@ -169,12 +176,88 @@ void memcheck_log(const uint8_t* data, size_t size) {
   }
 }
 
+void output_writer(const uint8_t* data, size_t size) {
+  namespace fs = std::filesystem;
+  static const fs::path root = [] {
+    const fs::path d = fs::temp_directory_path() / ("lab_fuzz_out_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  const fs::path dir = root / "w";
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir);
+  auto read = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  auto entries = [](const fs::path& d) {
+    size_t n = 0;
+    for (fs::directory_iterator it(d), end; it != end; ++it) ++n;
+    return n;
+  };
+  if (size == 0) return;
+  const bool as_set = data[0] & 1;
+  const size_t pieces = 1 + data[0] % 7;
+  // The body split into `pieces` writes (or files) at places the data picks.
+  std::vector<std::string> parts;
+  size_t pos = 1;
+  for (size_t k = 0; k < pieces && pos <= size; ++k) {
+    const size_t len = k + 1 == pieces ? size - pos : std::min(size - pos, size_t(data[pos - 1]));
+    parts.push_back(text(data + pos, len));
+    pos += len;
+  }
+  if (!as_set) {
+    const fs::path out = dir / "out.bin";
+    OutputFile f(out.string());
+    std::string all;
+    for (const std::string& p : parts) f.write(p), all += p;
+    f.commit();
+    require(read(out) == all, "a written file differs from its bytes");
+    require(entries(dir) == 1, "a temporary was left beside the file");
+    return;
+  }
+  // A set; a part that starts with '!' makes its member's name collide with a folder, so the
+  // set must fail whole.
+  const fs::path folder = dir / "set";
+  bool fails = false;
+  try {
+    OutputSet set(folder.string());
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const std::string name = "m" + std::to_string(k) + ".npy";
+      if (!parts[k].empty() && parts[k][0] == '!') {
+        fails = true;
+        fs::create_directories(dir / "blocker");
+        set.add("../blocker").write(parts[k]);  // not a plain file name: refused
+      }
+      set.add(name).write(parts[k]);
+    }
+    set.commit();
+  } catch (const Error&) {
+    require(fails, "a set that should succeed failed");
+    require(!fs::exists(folder), "a failed set left its folder");
+    require(entries(dir) == 1, "a failed set left a temporary");  // the blocker only
+    return;
+  }
+  require(!fails, "a set with an invalid member succeeded");
+  for (size_t k = 0; k < parts.size(); ++k)
+    require(read(folder / ("m" + std::to_string(k) + ".npy")) == parts[k],
+            "a member of a set differs from its bytes");
+  require(entries(folder) == parts.size(), "a set holds more files than it wrote");
+  require(entries(dir) == 1, "a temporary was left beside the set");
+}
+
 const Target* targets(size_t* count) {
   static const Target all[] = {
-      {"image", image},           {"npy", npy},
-      {"preset", preset},         {"live_options", live_options},
-      {"nvrtc_log", nvrtc_log},   {"source_spec", source_spec},
-      {"trial_wire", trial_wire}, {"memcheck_log", memcheck_log},
+      {"image", image},
+      {"npy", npy},
+      {"preset", preset},
+      {"live_options", live_options},
+      {"nvrtc_log", nvrtc_log},
+      {"source_spec", source_spec},
+      {"trial_wire", trial_wire},
+      {"memcheck_log", memcheck_log},
+      {"output_writer", output_writer},
   };
   *count = sizeof(all) / sizeof(all[0]);
   return all;

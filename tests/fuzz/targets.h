@@ -36,6 +36,10 @@ void source_spec(const uint8_t* data, size_t size);
 void trial_wire(const uint8_t* data, size_t size);
 // parse_memcheck_log (compute-sanitizer's report).
 void memcheck_log(const uint8_t* data, size_t size);
+// The output writer (output_file.h): the bytes written as one file or as a set of files (the
+// first byte picks), in pieces the data chooses, into a scratch folder; what lands there must be
+// exactly what was written, with no temporary left, and a set either whole or absent.
+void output_writer(const uint8_t* data, size_t size);
 
 struct Target {
   const char* name;  // also the corpus folder: tests/fuzz/corpus/<name>/
