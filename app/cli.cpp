@@ -121,7 +121,7 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
                   "size (matmul MxNxK, reduce/scan/sort/access/branch N or 2^k, transpose WxH)");
   cmd->add_option("--seed", o.seed, "seed of a playground's generated inputs")
       ->capture_default_str()
-      ->check(non_negative());
+      ->transform(non_negative());
   cmd->add_option("--kernel-file", o.kernel_file,
                   "a live kernel (CUDA source, compiled with NVRTC; its options in a '// @lab' "
                   "line; see `kernel-lab copy`) to run as the --replace stage's variant 'user'");
@@ -150,7 +150,7 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("--param", o.params, "STAGE.NAME=VALUE, e.g. harris.k=0.05 (repeatable)");
   cmd->add_option("--max-pixels", o.max_pixels, "refuse input images larger than this")
       ->capture_default_str()
-      ->check(non_negative())
+      ->transform(non_negative())
       ->check(CLI::Range(size_t(1), size_t(1) << 40));
   cmd->add_flag("--accept-truncated", o.accept_truncated,
                 "decode a PNG or JPEG that ends before its end marker (a warning names it) "
@@ -208,11 +208,11 @@ int run_cli(int argc, char** argv) {
   MeasureOptions& bm = bench_o.measure;
   bench->add_option("--warmup", bm.warmup, "untimed runs first")
       ->capture_default_str()
-      ->check(whole(true))
+      ->transform(whole(true))
       ->check(CLI::Range(0, 100000));
   bench->add_option("--reps", bm.reps, "timed runs (with --noise: at most)")
       ->capture_default_str()
-      ->check(whole(true))
+      ->transform(whole(true))
       ->check(CLI::Range(1, 100000));
   double noise_pct = 0;
   bench
@@ -223,7 +223,7 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::Range(0.0, 100.0));
   bench->add_option("--min-reps", bm.min_reps, "with --noise: at least this many timed runs")
       ->capture_default_str()
-      ->check(whole(true))
+      ->transform(whole(true))
       ->check(CLI::Range(2, 100000));
   bench->add_flag("--cold", bm.cold_l2,
                   "flush the L2 before every timed run (DRAM-cold figures; default: L2-warm)");
@@ -262,7 +262,7 @@ int run_cli(int argc, char** argv) {
       ->excludes("--graph");
   run->add_option("--frames", run_o.frames, "frames to process (timings: median, p95)")
       ->capture_default_str()
-      ->check(whole(true))
+      ->transform(whole(true))
       ->check(CLI::Range(1, 1000000));
 
   CopyOptions copy_o;
@@ -313,11 +313,11 @@ int run_cli(int argc, char** argv) {
       ->add_option("--arch", asm_o.arch,
                    "the SASS architecture, e.g. 87 or 90 (default: this GPU's, else the "
                    "first in the binary); with --kernel-file, NVRTC's target")
-      ->check(whole(true))
+      ->transform(whole(true))
       ->check(CLI::Range(50, 200));
   asm_cmd->add_option("--width", asm_o.width, "columns of each side in --diff / --against")
       ->capture_default_str()
-      ->check(whole(true))
+      ->transform(whole(true))
       ->check(CLI::Range(20, 400));
   asm_cmd->add_option("--kernel-file", asm_o.kernel_file,
                       "a live kernel file instead: compiled here with NVRTC (no GPU needed)");
@@ -335,7 +335,7 @@ int run_cli(int argc, char** argv) {
                 "render through EGL into an offscreen framebuffer (no display needed)");
   gui->add_option("--frames", gui_o.frames,
                   "stop after N frames (default: until the window closes; 60 headless)")
-      ->check(whole(true))
+      ->transform(whole(true))
       ->check(CLI::Range(0, 100000000));
   gui->add_option("--screenshot", gui_o.screenshot, "write the last frame as PNG");
   gui->add_option("--window", gui_window, "window or framebuffer size WxH")->capture_default_str();
@@ -364,7 +364,7 @@ int run_cli(int argc, char** argv) {
   gui->add_option("--live-recompile", gui_o.live_recompile,
                   "with --kernel-file: compile and run it again every N frames, as a user "
                   "pressing the button would (a scripted run prints the median time to installed)")
-      ->check(whole(true))
+      ->transform(whole(true))
       ->check(CLI::Range(0, 1000000));
   gui->add_option("--ladder", gui_o.ladder_stage,
                   "run the ladder of this stage (or the playground's) once the first frame has "
