@@ -51,7 +51,7 @@ void engine_frame(GuiApp& app, bool wait) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "frame %llu has been running for %.0f s",
                       (unsigned long long)app.job_number, s);
-        app.stale = std::string(buf) + (app.opt.backend == Backend::Cpu
+        app.stale = std::string(buf) + (app.opt.backend == Backend::Cpu && app.simulate_hang_at == 0
                                             ? " (the CPU references are slow at this size)"
                                         : at.empty() ? " (the GPU has not finished it)"
                                                      : ": waiting on " + at);
