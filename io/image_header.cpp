@@ -357,6 +357,7 @@ void pnm_body(const std::string& name, ImageHeader& h, const uint8_t* d, size_t 
     h.missing_samples = samples - found;
     return;
   }
+  while (i < n && std::isspace(d[i])) ++i;  // the writer's final newline is not trailing data
   set_end(h, i, n);
 }
 
