@@ -9,26 +9,106 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <system_error>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <stb/stb_image.h>
 
 #if defined(LAB_WITH_OPENCV)
 #include <opencv2/core.hpp>
+#include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgcodecs.hpp>
 #endif
 
 #include "check.h"
+#include "image_header.h"
+#include "printable.h"
 
 namespace lab::io {
 namespace {
 
 namespace fs = std::filesystem;
 
+// A file name as messages show it: control bytes (ESC, BEL) escaped, never sent to the terminal.
+std::string shown(const std::string& path) {
+  return printable(path, 1024);
+}
+
+// `path` is already shown().
 [[noreturn]] void fail(ErrorKind kind, const std::string& path, const std::string& problem) {
   throw Error(kind, path + ": " + problem);
 }
+
+// libpng, libjpeg and libtiff write warnings and errors straight to stderr; the lab's one-line
+// error must come first and alone. While one of these lives, fd 2 goes to an anonymous file,
+// whose text the caller quotes inside its own message (or drops on success). The mutex keeps
+// two decodes from swapping fd 2 under each other.
+class StderrCapture {
+ public:
+  StderrCapture() : m_lock(mutex()) {
+    std::fflush(stderr);
+    m_file = ::memfd_create("kernel-lab-stderr", MFD_CLOEXEC);
+    if (m_file < 0) {
+      std::FILE* t = std::tmpfile();
+      if (t) m_file = ::dup(::fileno(t)), std::fclose(t);
+    }
+    if (m_file >= 0) m_saved = ::dup(2);
+    if (m_saved >= 0 && ::dup2(m_file, 2) < 0) {
+      ::close(m_saved);
+      m_saved = -1;
+    }
+  }
+  ~StderrCapture() {
+    restore();
+    if (m_file >= 0) ::close(m_file);
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+
+  // Puts fd 2 back and returns what was written: one line, printable, at most ~200 bytes.
+  std::string text() {
+    restore();
+    if (m_file < 0) return {};
+    std::string raw;
+    char buf[4096];
+    ssize_t n;
+    off_t off = 0;
+    while (raw.size() < 16384 && (n = ::pread(m_file, buf, sizeof buf, off)) > 0) {
+      raw.append(buf, size_t(n));
+      off += n;
+    }
+    std::string line;
+    for (char c : raw) {
+      if (c == '\n' || c == '\r') c = ' ';
+      if (c == ' ' && (line.empty() || line.back() == ' ')) continue;
+      line += c;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    return printable(line, 200);
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  void restore() {
+    if (m_saved >= 0) {
+      std::fflush(stderr);
+      ::dup2(m_saved, 2);
+      ::close(m_saved);
+      m_saved = -1;
+    }
+  }
+  std::unique_lock<std::mutex> m_lock;
+  int m_file = -1, m_saved = -1;
+};
 
 // Throws Data if the image is empty or over the cap; shared by the header check and the
 // post-decode check.
@@ -50,59 +130,93 @@ void check_size(const std::string& path, long long width, long long height,
 // stb takes an int length; no 8-bit image under the pixel cap compresses to more than this.
 constexpr uintmax_t kMaxFileBytes = uintmax_t(INT_MAX);
 
-std::vector<uint8_t> read_file(const std::string& path) {
+// The checks every image passes before a decoder sees it (the header is in hand, the pixel data
+// perhaps not yet): the pixel cap, then a file size that fits the dimensions.
+void check_header(const std::string& path, const ImageHeader& h, uint64_t file_size,
+                  const LoadOptions& opt) {
+  check_size(path, h.width, h.height, opt);
+  const uint64_t plausible = plausible_file_bytes(h);
+  if (file_size > plausible)
+    fail(ErrorKind::Data, path,
+         "file is " + std::to_string(file_size) + " bytes, far more than a " +
+             std::to_string(h.width) + "x" + std::to_string(h.height) + " " +
+             image_format_name(h.format) + " needs (at most " + std::to_string(plausible) + ")");
+}
+
+// A regular file opened for reading; `size` from fstat.
+struct OpenFile {
+  int fd = -1;
+  uint64_t size = 0;
+  ~OpenFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void open_image_file(const std::string& path, const std::string& name, OpenFile& f) {
+  if (path.empty()) fail(ErrorKind::NoInput, "(empty path)", "no such file");
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (path.empty()) fail(ErrorKind::NoInput, "(empty path)", "no such file");
-  if (st.type() == fs::file_type::not_found) fail(ErrorKind::NoInput, path, "no such file");
-  if (ec) fail(ErrorKind::Io, path, "cannot read: " + ec.message());
+  if (st.type() == fs::file_type::not_found) fail(ErrorKind::NoInput, name, "no such file");
+  if (ec) fail(ErrorKind::Io, name, "cannot read: " + ec.message());
   if (st.type() == fs::file_type::directory) {
-    fail(ErrorKind::NoInput, path, "is a directory, not an image file");
+    fail(ErrorKind::NoInput, name, "is a directory, not an image file");
   }
   // Devices, pipes and sockets could block or never end (/dev/zero): image files only.
-  if (st.type() != fs::file_type::regular) fail(ErrorKind::Data, path, "not a regular file");
-  const auto file_bytes = fs::file_size(path, ec);
-  if (!ec && file_bytes > kMaxFileBytes)
-    fail(ErrorKind::Data, path,
-         "file is " + std::to_string(file_bytes) + " bytes, over the " +
-             std::to_string(kMaxFileBytes) + "-byte limit of an image file");
+  if (st.type() != fs::file_type::regular) fail(ErrorKind::Data, name, "not a regular file");
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (f.fd < 0)
+    fail(ErrorKind::Io, name, std::string("cannot open for reading: ") + std::strerror(errno));
+  struct stat s {};
+  if (::fstat(f.fd, &s) != 0)
+    fail(ErrorKind::Io, name, std::string("cannot read: ") + std::strerror(errno));
+  // Checked again on the descriptor: the path could have been swapped since.
+  if (!S_ISREG(s.st_mode)) fail(ErrorKind::Data, name, "not a regular file");
+  f.size = uint64_t(s.st_size);
+  if (f.size == 0) fail(ErrorKind::Data, name, "empty file (0 bytes)");
+  if (f.size > kMaxFileBytes)
+    fail(ErrorKind::Data, name,
+         "file is " + std::to_string(f.size) + " bytes, over the " + std::to_string(kMaxFileBytes) +
+             "-byte limit of an image file");
+}
 
-  // stdio rather than iostreams: errno then reliably says why an open or read failed.
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f)
-    fail(ErrorKind::Io, path, std::string("cannot open for reading: ") + std::strerror(errno));
-
-  std::vector<uint8_t> bytes;
-  if (!ec) bytes.reserve(size_t(file_bytes));
-  // Read in chunks, bounded, so a file that grows while we read cannot run away.
-  uint8_t chunk[1 << 16];
-  for (;;) {
-    const size_t n = std::fread(chunk, 1, sizeof(chunk), f.get());
-    bytes.insert(bytes.end(), chunk, chunk + n);
-    if (n < sizeof(chunk)) break;
-    if (bytes.size() > kMaxFileBytes) fail(ErrorKind::Data, path, "file grew past the size limit");
+size_t pread_full(int fd, uint8_t* dst, size_t n, uint64_t off, const std::string& name) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, dst + got, n - got, off_t(off + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) fail(ErrorKind::Io, name, std::string("read failed: ") + std::strerror(errno));
+    if (r == 0) break;
+    got += size_t(r);
   }
-  if (std::ferror(f.get())) {
-    fail(ErrorKind::Io, path, std::string("read failed: ") + std::strerror(errno));
-  }
-  if (bytes.empty()) fail(ErrorKind::Data, path, "empty file (0 bytes)");
-  return bytes;
+  return got;
 }
 
 #if defined(LAB_WITH_OPENCV)
+void quiet_opencv() {
+  static std::once_flag once;
+  std::call_once(once,
+                 [] { cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT); });
+}
+
+// Returns an empty image when OpenCV cannot decode; `why` then says what it and its libraries
+// said, and on success what they warned about.
 HostImage decode_with_opencv(const std::string& path, const uint8_t* data, size_t size,
-                             int stb_comp) {
+                             int header_channels, std::string& why) {
+  quiet_opencv();
   cv::Mat m;
-  try {
-    const cv::Mat buf(1, int(size), CV_8U, const_cast<uint8_t*>(data));
-    m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    std::string msg = e.what();  // OpenCV's text spans lines; our errors are one line
-    for (char& c : msg)
-      if (c == '\n' || c == '\r') c = ' ';
-    fail(ErrorKind::Data, path, "not an image or corrupt (" + msg + ")");
+  {
+    StderrCapture capture;
+    try {
+      const cv::Mat buf(1, int(size), CV_8U, const_cast<uint8_t*>(data));
+      m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
+    } catch (const cv::Exception& e) {
+      why = e.what();
+    }
+    const std::string said = capture.text();
+    if (!said.empty()) why = why.empty() ? said : said + "; " + why;
   }
-  if (m.empty() || m.dims != 2) fail(ErrorKind::Data, path, "not an image or corrupt");
+  why = printable(why, 240);  // OpenCV's text spans lines; our errors are one line
+  if (m.empty() || m.dims != 2) return HostImage();
 
   switch (m.depth()) {
     case CV_8U:
@@ -124,7 +238,7 @@ HostImage decode_with_opencv(const std::string& path, const uint8_t* data, size_
 
   // OpenCV expands a gray+alpha PNG to BGRA; stb reports it as 2 components. Take the gray
   // plane so both decoders give the same 1-channel image.
-  if (m.channels() == 2 || (m.channels() == 4 && stb_comp == 2)) {
+  if (m.channels() == 2 || (m.channels() == 4 && header_channels == 2)) {
     cv::Mat gray;
     cv::extractChannel(m, gray, 0);
     m = gray;
@@ -461,33 +575,49 @@ const char* image_format_name(ImageFormat f) {
 }
 
 bool image_truncated(ImageFormat f, const uint8_t* d, size_t n) {
-  if (f == ImageFormat::Png) {
-    // The last chunk: length 0, "IEND", its CRC (0xAE426082).
-    static const uint8_t iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
-    for (size_t back = 12; back <= std::min(n, size_t(12 + 4096)); ++back)
-      if (std::memcmp(d + n - back, iend, 12) == 0) return false;  // trailing bytes allowed
-    return true;
+  if (sniff_image_format(d, n) != f) return false;
+  try {
+    return inspect_image("", d, n).truncated;
+  } catch (const Error&) {
+    return false;  // corrupt, which is not the same as cut short
   }
-  if (f == ImageFormat::Jpeg) {
-    // EOI (FF D9) ends the stream; some cameras append data after it, so look back a little.
-    const size_t look = std::min(n, size_t(1) << 20);
-    for (size_t i = n - 1; i + look >= n && i >= 1; --i)
-      if (d[i - 1] == 0xFF && d[i] == 0xD9) return false;
-    return true;
-  }
-  return false;
 }
 
 HostImage load_image(const std::string& path, const LoadOptions& opt) {
-  const std::vector<uint8_t> bytes = read_file(path);
+  const std::string name = shown(path);
+  OpenFile f;
+  open_image_file(path, name, f);
+  // The header first, through a 64 KiB window: the cap and the file size are checked before
+  // the rest of the file is read.
+  std::vector<uint8_t> window;
+  uint64_t window_at = 0;
+  const ReadAt at = [&](uint64_t off, uint8_t* dst, size_t n) -> size_t {
+    if (off >= f.size) return 0;
+    n = size_t(std::min<uint64_t>(n, f.size - off));
+    if (off < window_at || off + n > window_at + window.size()) {
+      window.resize(std::max<size_t>(n, size_t(1) << 16));
+      window.resize(pread_full(f.fd, window.data(), window.size(), off, name));
+      window_at = off;
+      n = std::min(n, window.size());
+    }
+    std::memcpy(dst, window.data() + (off - window_at), n);
+    return n;
+  };
+  const ImageHeader h = read_image_header(name, at, f.size);
+  check_header(name, h, f.size, opt);
+
+  std::vector<uint8_t> bytes(size_t(f.size));
+  const size_t got = pread_full(f.fd, bytes.data(), bytes.size(), 0, name);
+  bytes.resize(got);  // a file that shrank since fstat reads as truncated
+  if (bytes.empty()) fail(ErrorKind::Data, name, "empty file (0 bytes)");
   return decode_image(path, bytes.data(), bytes.size(), opt);
 }
 
-HostImage decode_image(const std::string& path, const uint8_t* data, size_t size,
+HostImage decode_image(const std::string& path_in, const uint8_t* data, size_t size,
                        const LoadOptions& opt) {
+  const std::string path = shown(path_in);
   if (size == 0) fail(ErrorKind::Data, path, "empty file (0 bytes)");
   if (size > kMaxFileBytes) fail(ErrorKind::Data, path, "over the size limit of an image file");
-  const int len = int(size);
 
   // The signature decides, before any decoder sees the bytes: only the documented formats.
   const ImageFormat format = sniff_image_format(data, size);
@@ -495,7 +625,7 @@ HostImage decode_image(const std::string& path, const uint8_t* data, size_t size
     fail(ErrorKind::Data, path,
          "not an image the lab reads (PNG, JPEG, BMP, PGM/PPM"
 #if defined(LAB_WITH_OPENCV)
-         ", TIFF, WebP"
+         ", PBM, TIFF, WebP"
 #endif
          ")");
 #if !defined(LAB_WITH_OPENCV)
@@ -503,48 +633,85 @@ HostImage decode_image(const std::string& path, const uint8_t* data, size_t size
     fail(ErrorKind::Data, path,
          std::string(image_format_name(format)) + " needs the OpenCV build (LAB_WITH_OPENCV)");
 #endif
-  if (image_truncated(format, data, size)) {
+  // The header's size is checked before anything is decoded, for every format; then the
+  // structure (chunk CRCs, end markers, pixel data size), which needs no decoder either.
+  ImageHeader h = read_image_header(path, data, size);
+  check_header(path, h, size, opt);
+  check_image_body(path, h, data, size);
+  const char* fmt = image_format_name(format);
+  // A truncated file is refused, or when accepted, decoded with one warning (printed only once
+  // the decoder has produced an image, so a failure stays a single error line).
+  std::string warning;
+  auto cut_short = [&](const std::string& why) {
     if (!opt.accept_truncated)
-      fail(ErrorKind::Data, path,
-           std::string("truncated ") + image_format_name(format) +
-               " (it ends before its end marker); --accept-truncated decodes it anyway");
-    std::fprintf(stderr,
-                 "kernel-lab: warning: %s: truncated %s, decoded anyway: its missing part "
-                 "is filled by the decoder\n",
-                 path.c_str(), image_format_name(format));
+      fail(
+          ErrorKind::Data, path,
+          std::string("truncated ") + fmt + " (" + why + "); --accept-truncated decodes it anyway");
+    warning = std::string("truncated ") + fmt + " (" + why + ")";
+  };
+  if (h.truncated) cut_short(h.why);
+  // An accepted truncated BMP or PNM is completed with zeros here, the same in every build,
+  // rather than left to whatever each decoder does with a short file.
+  std::vector<uint8_t> completed;
+  if (h.truncated && (h.missing_bytes || h.missing_samples || h.rle_end)) {
+    completed.assign(data, data + size);
+    if (h.rle_end) {
+      completed.push_back(0);
+      completed.push_back(1);
+    }
+    completed.resize(completed.size() + size_t(h.missing_bytes), 0);
+    if (h.missing_samples) completed.push_back('\n');
+    for (uint64_t k = 0; k < h.missing_samples; ++k) {
+      completed.push_back('0');
+      completed.push_back(' ');
+    }
+    data = completed.data();
+    size = completed.size();
   }
 
-  // Check the size from the header before decoding, so an oversized image costs no memory.
-  int w = 0, h = 0, comp = 0;
-  const bool known = stbi_info_from_memory(data, len, &w, &h, &comp) != 0;
-  if (known) check_size(path, w, h, opt);
-  // stb refuses headers over 2^24 pixels a side or 2^30 bytes: far over any sane cap, and
-  // OpenCV would decode them before we could check.
-  const char* why = known ? nullptr : stbi_failure_reason();
-  if (why && std::string(why) == "too large")
-    fail(ErrorKind::Data, path,
-         "image header declares a size too large to decode; --max-pixels is " +
-             std::to_string(opt.max_pixels));
-
 #if defined(LAB_WITH_OPENCV)
-  HostImage img;
-  try {
-    img = decode_with_opencv(path, data, size, known ? comp : 0);
-  } catch (const Error& cv_error) {
-    // A second opinion from stb, for the formats it reads safely (the signature check above
-    // keeps every other one away from it). If it fails too, OpenCV's error is the one to report.
-    if (!known || format == ImageFormat::Tiff || format == ImageFormat::WebP) throw;
-    try {
-      img = detail::decode_with_stb(path, data, size);
-    } catch (const Error&) {
-      throw cv_error;
+  std::string why;
+  HostImage img = decode_with_opencv(path, data, size, h.channels, why);
+  if (img.desc().empty()) {
+    // A second opinion from stb, only where it cannot hide damage: BMP and binary PNM, whose
+    // pixel data size was checked above, or a truncated file the user accepted. Never a PNG
+    // (stb skips CRCs and zlib's checksum) or a JPEG (stb fills what it cannot decode).
+    const bool stb_safe =
+        format == ImageFormat::Bmp || (format == ImageFormat::Pnm && !h.ascii) ||
+        (h.truncated && format != ImageFormat::Tiff && format != ImageFormat::WebP);
+    bool decoded = false;
+    if (stb_safe) {
+      try {
+        img = detail::decode_with_stb(path, data, size);
+        decoded = true;
+      } catch (const Error&) {
+      }
     }
+    if (!decoded)
+      fail(ErrorKind::Data, path,
+           (h.truncated ? warning + ", and no decoder reads what is there"
+                        : std::string("not an image or corrupt")) +
+               (why.empty() ? "" : " (" + why + ")"));
+  } else if (format == ImageFormat::Jpeg && !h.truncated &&
+             why.find("Corrupt JPEG data") != std::string::npos &&
+             why.find("extraneous bytes") == std::string::npos) {
+    // libjpeg decoded it but filled what it could not read.
+    cut_short(why);
   }
 #else
   HostImage img = detail::decode_with_stb(path, data, size);
 #endif
-  // Formats stb cannot parse (TIFF, WebP, ...) are only checked now.
   check_size(path, img.desc().width, img.desc().height, opt);
+  if (img.desc().width != h.width || img.desc().height != h.height)
+    fail(ErrorKind::Data, path,
+         "decoded as " + std::to_string(img.desc().width) + "x" +
+             std::to_string(img.desc().height) + " but its header says " + std::to_string(h.width) +
+             "x" + std::to_string(h.height));
+  if (!warning.empty())
+    std::fprintf(stderr,
+                 "kernel-lab: warning: %s: %s, decoded anyway: its missing part is filled by the "
+                 "decoder\n",
+                 path.c_str(), warning.c_str());
   return img;
 }
 

@@ -18,9 +18,11 @@ constexpr size_t kDefaultMaxPixels = 100'000'000;
 
 struct LoadOptions {
   size_t max_pixels = kDefaultMaxPixels;
-  // A PNG or JPEG that ends before its end marker is an error (Data) unless this is set; then
-  // it decodes (the missing part grey or black, as the decoder leaves it) with a warning on
-  // stderr that names the file.
+  // A file that ends before its end marker or its pixel data (PNG without IEND, JPEG without
+  // EOI or with a scan libjpeg finds cut short, BMP/PNM data short, RLE BMP without its end
+  // marker) is an error (Data) unless this is set; then it decodes (a BMP's or PNM's missing
+  // part zeros, a JPEG's as libjpeg fills it) with one warning on stderr that names the file.
+  // Corruption (a PNG chunk failing its CRC) is an error either way.
   bool accept_truncated = false;
 };
 
@@ -29,10 +31,13 @@ struct LoadOptions {
 enum class ImageFormat { Png, Jpeg, Bmp, Pnm, Tiff, WebP, Unknown };
 ImageFormat sniff_image_format(const uint8_t* data, size_t size);
 const char* image_format_name(ImageFormat f);
-// A PNG without its IEND chunk, or a JPEG without an end-of-image marker near its end.
+// Whether the image ends before its end marker or pixel data (image_header.h says how each
+// format is checked); false for a corrupt or unknown one.
 bool image_truncated(ImageFormat f, const uint8_t* data, size_t size);
 
-// Decodes an image file to PixelType::U8 with 1 (gray), 3 (BGR) or 4 (BGRA) channels.
+// Decodes an image file to PixelType::U8 with 1 (gray), 3 (BGR) or 4 (BGRA) channels. Only the
+// header is read first (image_header.h): the pixel cap and a file size that fits the
+// dimensions are checked before the rest of the file is read or any decoder runs.
 // Uses OpenCV when built with LAB_WITH_OPENCV, stb_image otherwise; PNGs decode to the same
 // pixels either way. Throws Error: NoInput (missing path or a directory), Io (unreadable),
 // Data (empty, not one of the formats above, truncated, corrupt, zero size, or over

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "frame_source.h"
+#include "image_header.h"
 #include "image_source.h"
 #include "live.h"
 #include "memcheck_report.h"
@@ -59,6 +60,33 @@ void image(const uint8_t* data, size_t size) {
                 "decoded image has " + std::to_string(d.channels) + " channels");
         require(d.width > 0 && d.height > 0 && size_t(d.width) * size_t(d.height) <= opt.max_pixels,
                 "decoded image is " + d.str() + ", outside the cap");
+      },
+      {ErrorKind::Data, ErrorKind::Unavailable});
+}
+
+void image_header(const uint8_t* data, size_t size) {
+  refuses_cleanly(
+      [&] {
+        const io::ImageHeader h = io::inspect_image("fuzz", data, size);
+        require(h.format != io::ImageFormat::Unknown, "unknown format accepted");
+        require(h.width >= 0 && h.height >= 0, "negative size in a header");
+        require(h.truncated || (h.end <= size && h.end + h.trailing == size),
+                "end marker outside the data");
+        // Decoding is the expensive part: only small, whole images, and both must agree.
+        if (h.truncated || uint64_t(h.width) * uint64_t(h.height) > 65536) return;
+        io::LoadOptions opt;
+        opt.max_pixels = 65536;
+        HostImage img;
+        try {
+          img = io::decode_image("fuzz", data, size, opt);
+        } catch (const Error& e) {
+          // A decoder may refuse what the header reader let through, but not over its size.
+          require(std::strstr(e.what(), "but its header says") == nullptr, e.what());
+          return;
+        }
+        require(img.desc().width == h.width && img.desc().height == h.height,
+                "header says " + std::to_string(h.width) + "x" + std::to_string(h.height) +
+                    ", decoder gives " + img.desc().str());
       },
       {ErrorKind::Data, ErrorKind::Unavailable});
 }
@@ -250,6 +278,7 @@ void output_writer(const uint8_t* data, size_t size) {
 const Target* targets(size_t* count) {
   static const Target all[] = {
       {"image", image},
+      {"image_header", image_header},
       {"npy", npy},
       {"preset", preset},
       {"live_options", live_options},

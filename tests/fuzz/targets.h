@@ -21,6 +21,9 @@ struct FuzzFailure : std::logic_error {
 
 // io::decode_image (PNG, JPEG, BMP, PNM, TIFF, WebP told by signature), capped at 4 Mpx.
 void image(const uint8_t* data, size_t size);
+// io::inspect_image (the header and structure checks run before any decoder), and for a small
+// image it accepts whole, io::decode_image: both must agree on the size.
+void image_header(const uint8_t* data, size_t size);
 // io::decode_npy, and for what it accepts, npy_header + data decoded again (the writer).
 void npy(const uint8_t* data, size_t size);
 // preset_from_json, and for a preset it uses as it is, the JSON it writes read back.
