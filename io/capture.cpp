@@ -29,6 +29,7 @@ struct Capture::Shared {
   std::condition_variable cv;
   bool stop = false;
   bool exited = false;
+  bool detached = false;  // counted in stuck_source_threads() until it exits
   bool has_frame = false;
   Frame frame;
   CaptureStats stats;
@@ -60,6 +61,10 @@ Capture::~Capture() {
   // (and release its device) on the detached thread, which owns its share of the state.
   const bool exited =
       m_shared->cv.wait_for(lock, m_shared->opt.stop_wait, [&] { return m_shared->exited; });
+  if (!exited) {
+    m_shared->detached = true;
+    detail::count_stuck_source_thread(+1);
+  }
   lock.unlock();
   if (exited)
     m_thread.join();
@@ -179,6 +184,7 @@ void Capture::loop(const std::shared_ptr<Shared>& sp) {
   src.reset();  // release the device before saying we are done
   std::lock_guard<std::mutex> lock(s.mutex);
   s.exited = true;
+  if (s.detached) detail::count_stuck_source_thread(-1);
   s.cv.notify_all();
 }
 

@@ -1,10 +1,18 @@
 #include "frame_source.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -22,6 +30,32 @@
 namespace fs = std::filesystem;
 
 namespace lab::io {
+
+namespace {
+std::atomic<int> g_stuck_threads{0};
+#if defined(LAB_WITH_OPENCV)
+// Specs whose abandoned open has not returned yet. Never destroyed: such an open may return
+// while the process exits.
+struct StuckOpens {
+  std::mutex mutex;
+  std::set<std::string> specs;
+};
+StuckOpens& stuck_opens() {
+  static StuckOpens* s = new StuckOpens;
+  return *s;
+}
+#endif
+}  // namespace
+
+int stuck_source_threads() {
+  return g_stuck_threads.load();
+}
+
+namespace detail {
+void count_stuck_source_thread(int delta) {
+  g_stuck_threads += delta;
+}
+}  // namespace detail
 
 namespace {
 
@@ -157,6 +191,96 @@ void quiet_opencv() {
   cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
 }
 
+std::string seconds_text(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", double(d.count()) / 1000.0);
+  return buf;
+}
+
+std::string over_cap_text(int w, int h, size_t cap) {
+  return std::to_string(w) + "x" + std::to_string(h) + " (" +
+         std::to_string(size_t(w) * size_t(h)) + " pixels), over the cap of " +
+         std::to_string(cap) + " pixels; --max-pixels raises it";
+}
+
+bool over_cap(int w, int h, size_t cap) {
+  return w > 0 && h > 0 && size_t(w) * size_t(h) > cap;
+}
+
+// Runs `work` (an OpenCV open and first read: they can block forever and cannot be cancelled)
+// on a helper thread, and waits for it up to opt.open_timeout in 100 ms slices that poll
+// opt.cancelled. On giving up, the helper is left detached with its own share of the state: if
+// it ever returns, it drops what it made (releasing the device) there. Until then a second
+// open of the same spec is refused at once, so retries (Capture's, every 0.5 s) cannot pile up
+// stuck pipelines. `work` sets `opened` once the device or pipeline is open, for the message;
+// `shown` is the spec as errors quote it.
+template <typename T>
+T open_within_deadline(const std::string& spec, const std::string& shown, const SourceOptions& opt,
+                       std::function<T(std::atomic<bool>& opened)> work) {
+  {
+    std::lock_guard<std::mutex> lock(stuck_opens().mutex);
+    if (stuck_opens().specs.count(spec))
+      throw Error(ErrorKind::Io,
+                  "no frame from " + shown + ": an earlier open of it has still not returned");
+  }
+  struct State {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false, abandoned = false;
+    std::atomic<bool> opened{false};
+    std::optional<T> result;
+    std::exception_ptr error;
+  };
+  auto st = std::make_shared<State>();
+  std::thread([st, spec, work = std::move(work)] {
+    std::optional<T> r;
+    std::exception_ptr e;
+    try {
+      r.emplace(work(st->opened));
+    } catch (...) {
+      e = std::current_exception();
+    }
+    std::unique_lock<std::mutex> lock(st->mutex);
+    st->done = true;
+    if (!st->abandoned) {
+      st->result = std::move(r);
+      st->error = e;
+      st->cv.notify_all();
+      return;
+    }
+    lock.unlock();
+    r.reset();  // nobody took it: release the device or pipeline here
+    std::lock_guard<std::mutex> g(stuck_opens().mutex);
+    stuck_opens().specs.erase(spec);
+    --g_stuck_threads;
+  }).detach();
+
+  const auto deadline = std::chrono::steady_clock::now() + opt.open_timeout;
+  std::unique_lock<std::mutex> lock(st->mutex);
+  while (!st->done) {
+    const bool cancel = opt.cancelled && opt.cancelled();
+    const auto now = std::chrono::steady_clock::now();
+    if (cancel || now >= deadline) {
+      st->abandoned = true;
+      {
+        std::lock_guard<std::mutex> g(stuck_opens().mutex);
+        stuck_opens().specs.insert(spec);
+        ++g_stuck_threads;
+      }
+      if (cancel) throw SourceCancelled(shown + ": interrupted while opening");
+      throw Error(ErrorKind::Io, "no frame for " + seconds_text(opt.open_timeout) + " s from " +
+                                     shown +
+                                     (st->opened ? ": it opened, but no frame arrived"
+                                                 : ": it did not finish opening (a pipeline "
+                                                   "that never prerolls, or a device that does "
+                                                   "not answer)"));
+    }
+    st->cv.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(100)));
+  }
+  if (st->error) std::rethrow_exception(st->error);
+  return std::move(*st->result);
+}
+
 // cv::Mat (8-bit gray, BGR or BGRA) -> HostImage.
 HostImage to_host(const cv::Mat& m) {
   cv::Mat src = m;
@@ -169,33 +293,72 @@ HostImage to_host(const cv::Mat& m) {
   return out;
 }
 
+// A file's decoder: FFmpeg, or GStreamer where this OpenCV has no FFmpeg. CAP_ANY would also
+// probe the camera backends with the file's name (libdc1394 enumerates the USB devices 2,500
+// times for one bad .avi, and leaks each list).
+bool open_video_file(cv::VideoCapture& cap, const std::string& path,
+                     const std::vector<int>& params) {
+  namespace reg = cv::videoio_registry;
+  const int api = reg::hasBackend(cv::CAP_FFMPEG)      ? cv::CAP_FFMPEG
+                  : reg::hasBackend(cv::CAP_GSTREAMER) ? cv::CAP_GSTREAMER
+                                                       : cv::CAP_ANY;
+  return cap.open(path, api, params) && cap.isOpened();
+}
+
+// What the open helper hands over: the capture, open, and its first frame (empty when that
+// read failed: read() then treats it as any failed read).
+struct Opened {
+  std::unique_ptr<cv::VideoCapture> cap;
+  cv::Mat first;
+};
+
 class VideoFileSource : public FrameSource {
  public:
-  VideoFileSource(const std::string& path, const LoadOptions& lo) : m_path(path), m_load(lo) {
+  VideoFileSource(const std::string& path, const SourceOptions& opt)
+      : m_path(path), m_max_pixels(opt.max_pixels) {
     quiet_opencv();
-    // FFmpeg's own timeouts, so a stalled stream cannot block a read (or a shutdown) forever.
-    const std::vector<int> params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 5000,
-                                     cv::CAP_PROP_READ_TIMEOUT_MSEC, 5000};
-    if (!open_file(path, params))
-      throw Error(ErrorKind::Data, path +
-                                       ": cannot decode this video (not a video, or a codec "
-                                       "OpenCV's FFmpeg lacks)");
+    const size_t max_pixels = opt.max_pixels;
+    Opened o = open_within_deadline<Opened>(
+        path, path, opt, [path, max_pixels](std::atomic<bool>& opened) {
+          Opened o;
+          o.cap = std::make_unique<cv::VideoCapture>();
+          // FFmpeg's own timeouts, so a stalled stream cannot block a read (or a shutdown) forever.
+          const std::vector<int> params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 5000,
+                                           cv::CAP_PROP_READ_TIMEOUT_MSEC, 5000};
+          if (!open_video_file(*o.cap, path, params))
+            throw Error(ErrorKind::Data, path +
+                                             ": cannot decode this video (not a video, or a codec "
+                                             "OpenCV's FFmpeg lacks)");
+          opened = true;
+          // The container's frame size, before we decode a frame: an oversized video is refused
+          // here, not decoded frame after frame (a 12000x9000 MJPEG frame takes a second).
+          const int w = int(o.cap->get(cv::CAP_PROP_FRAME_WIDTH));
+          const int h = int(o.cap->get(cv::CAP_PROP_FRAME_HEIGHT));
+          if (over_cap(w, h, max_pixels))
+            throw Error(ErrorKind::Data,
+                        "video " + path + ": frames are " + over_cap_text(w, h, max_pixels));
+          if (!o.cap->read(o.first)) o.first.release();
+          return o;
+        });
+    m_cap = std::move(o.cap);
+    m_first = std::move(o.first);
     // Containers may not know (a negative, NaN or absurd count): 0 means "unknown".
-    const double count = m_cap.get(cv::CAP_PROP_FRAME_COUNT);
+    const double count = m_cap->get(cv::CAP_PROP_FRAME_COUNT);
     m_count = std::isfinite(count) && count >= 1 && count < 1e12 ? int64_t(count) : 0;
-    m_fps = m_cap.get(cv::CAP_PROP_FPS);
+    m_fps = m_cap->get(cv::CAP_PROP_FPS);
     if (!(m_fps > 0 && m_fps < 1000)) m_fps = 30;  // unknown: pace it like a camera
   }
   std::string describe() const override {
-    return "video " + m_path + " " + std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_WIDTH))) +
-           "x" + std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_HEIGHT))) + " @ " +
+    return "video " + m_path + " " + std::to_string(int(m_cap->get(cv::CAP_PROP_FRAME_WIDTH))) +
+           "x" + std::to_string(int(m_cap->get(cv::CAP_PROP_FRAME_HEIGHT))) + " @ " +
            std::to_string(int(m_fps + 0.5)) + " fps, " +
            (m_count > 0 ? std::to_string(m_count) + " frames" : "frame count unknown");
   }
   double fps() const override { return m_fps; }
   ReadResult read(Frame& out) override {
     cv::Mat m;
-    if (!m_cap.read(m) || m.empty()) {
+    std::swap(m, m_first);  // the frame the open read, if any
+    if (m.empty() && (!m_cap->read(m) || m.empty())) {
       // The end? Frame counts in headers overstate (AVI "drop" chunks): the timestamp of the
       // last good frame, within two frames of the duration, says it better.
       const double duration_ms = m_count > 0 ? 1000.0 * double(m_count) / m_fps : 0;
@@ -203,29 +366,32 @@ class VideoFileSource : public FrameSource {
       // Otherwise a frame that does not decode: jump ahead, twice as far after each failure (a
       // damaged stretch of a file can span many frames, and seeks into it fail too), until a
       // frame decodes or the end is passed; then loop to the start.
-      if (m_bad_from < 0) m_bad_from = int64_t(m_cap.get(cv::CAP_PROP_POS_FRAMES));
+      if (m_bad_from < 0) m_bad_from = int64_t(m_cap->get(cv::CAP_PROP_POS_FRAMES));
       const int64_t target = m_bad_from + m_jump;
       m_jump *= 2;
       if (!at_end && m_count > 0 && target < m_count) {
         m_problem = m_path + ": frame " + std::to_string(m_bad_from) + " does not decode";
-        m_cap.set(cv::CAP_PROP_POS_FRAMES, double(target));
+        m_cap->set(cv::CAP_PROP_POS_FRAMES, double(target));
         return ReadResult::Skip;
       }
       m_bad_from = -1, m_jump = 1;
-      m_cap.set(cv::CAP_PROP_POS_FRAMES, 0);
-      if (!m_cap.read(m) || m.empty()) {
+      m_cap->set(cv::CAP_PROP_POS_FRAMES, 0);
+      if (!m_cap->read(m) || m.empty()) {
         // Some containers cannot seek back (a one-frame video): open the file again.
-        m_cap.release();
-        if (!open_file(m_path, {}) || !m_cap.read(m) || m.empty())
+        m_cap->release();
+        if (!open_video_file(*m_cap, m_path, {}) || !m_cap->read(m) || m.empty())
           throw Error(ErrorKind::Data, m_path + ": no frame decodes");  // the file is broken
       }
     }
     m_bad_from = -1, m_jump = 1;
-    m_last_ms = m_cap.get(cv::CAP_PROP_POS_MSEC);
-    if (size_t(m.cols) * size_t(m.rows) > m_load.max_pixels) {
-      m_problem = m_path + ": frame over --max-pixels";
-      return ReadResult::Skip;
-    }
+    m_last_ms = m_cap->get(cv::CAP_PROP_POS_MSEC);
+    // A frame larger than the header said (a size change mid-stream) stops the video: it is
+    // decoded once, never skipped and decoded again on every pass.
+    if (over_cap(m.cols, m.rows, m_max_pixels))
+      throw Error(ErrorKind::Data,
+                  "video " + m_path + ": frame " +
+                      std::to_string(int64_t(m_cap->get(cv::CAP_PROP_POS_FRAMES)) - 1) + " is " +
+                      over_cap_text(m.cols, m.rows, m_max_pixels));
     out.image = to_host(m);
     out.index = m_next++;
     return ReadResult::Frame;
@@ -233,19 +399,9 @@ class VideoFileSource : public FrameSource {
 
  private:
   std::string m_path;
-  LoadOptions m_load;
-  // A file's decoder: FFmpeg, or GStreamer where this OpenCV has no FFmpeg. CAP_ANY would also
-  // probe the camera backends with the file's name (libdc1394 enumerates the USB devices 2,500
-  // times for one bad .avi, and leaks each list).
-  bool open_file(const std::string& path, const std::vector<int>& params) {
-    namespace reg = cv::videoio_registry;
-    const int api = reg::hasBackend(cv::CAP_FFMPEG)      ? cv::CAP_FFMPEG
-                    : reg::hasBackend(cv::CAP_GSTREAMER) ? cv::CAP_GSTREAMER
-                                                         : cv::CAP_ANY;
-    return m_cap.open(path, api, params) && m_cap.isOpened();
-  }
-
-  cv::VideoCapture m_cap;
+  size_t m_max_pixels;
+  std::unique_ptr<cv::VideoCapture> m_cap;
+  cv::Mat m_first;
   int64_t m_count = 0;
   double m_fps = 0;
   uint64_t m_next = 0;
@@ -257,25 +413,62 @@ class VideoFileSource : public FrameSource {
 // A live device through OpenCV: a V4L2 camera or a GStreamer pipeline.
 class LiveSource : public FrameSource {
  public:
-  LiveSource(std::string name, int camera, std::string pipeline, int w, int h, double fps)
-      : m_name(std::move(name)),
-        m_camera(camera),
-        m_pipeline(std::move(pipeline)),
-        m_w(w),
-        m_h(h),
-        m_fps(fps) {
-    open();
+  // `spec` names it in errors; `name` in describe().
+  LiveSource(const std::string& spec, std::string name, int camera, const std::string& pipeline,
+             int w, int h, double fps, const SourceOptions& opt)
+      : m_spec(printable(spec)), m_name(std::move(name)), m_max_pixels(opt.max_pixels) {
+    quiet_opencv();
+    const std::string shown = m_spec, label = m_name;
+    const size_t max_pixels = opt.max_pixels;
+    Opened o = open_within_deadline<Opened>(spec, m_spec, opt, [=](std::atomic<bool>& opened) {
+      Opened o;
+      o.cap = std::make_unique<cv::VideoCapture>();
+      cv::VideoCapture& c = *o.cap;
+      bool ok = false;
+      if (pipeline.empty()) {
+        ok = c.open(camera, cv::CAP_V4L2);
+        if (ok) {
+          // MJPG where offered (USB 2 bandwidth), and a one-frame queue: the view stays live
+          // instead of showing frames that waited in the driver's buffers.
+          c.set(cv::CAP_PROP_FOURCC, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'));
+          c.set(cv::CAP_PROP_BUFFERSIZE, 1);
+          if (w > 0) c.set(cv::CAP_PROP_FRAME_WIDTH, w), c.set(cv::CAP_PROP_FRAME_HEIGHT, h);
+          if (fps > 0) c.set(cv::CAP_PROP_FPS, fps);
+        }
+      } else {
+        ok = c.open(pipeline, cv::CAP_GSTREAMER);
+      }
+      if (!ok || !c.isOpened())
+        throw Error(ErrorKind::NoInput,
+                    pipeline.empty()
+                        ? label + ": no such camera, or it is busy (/dev/video" +
+                              std::to_string(camera) + ")"
+                        : label +
+                              ": the pipeline did not start (is it valid, does it end in "
+                              "appsink, and was OpenCV built with GStreamer?)");
+      opened = true;
+      // The negotiated size, where OpenCV reports it, before a frame is read.
+      const int nw = int(c.get(cv::CAP_PROP_FRAME_WIDTH)),
+                nh = int(c.get(cv::CAP_PROP_FRAME_HEIGHT));
+      if (over_cap(nw, nh, max_pixels))
+        throw Error(ErrorKind::Data, shown + ": frames are " + over_cap_text(nw, nh, max_pixels));
+      if (!c.read(o.first)) o.first.release();
+      return o;
+    });
+    m_cap = std::move(o.cap);
+    m_first = std::move(o.first);
   }
   std::string describe() const override {
-    return m_name + " " + std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_WIDTH))) + "x" +
-           std::to_string(int(m_cap.get(cv::CAP_PROP_FRAME_HEIGHT))) + " @ " +
-           std::to_string(int(m_cap.get(cv::CAP_PROP_FPS) + 0.5)) + " fps";
+    return m_name + " " + std::to_string(int(m_cap->get(cv::CAP_PROP_FRAME_WIDTH))) + "x" +
+           std::to_string(int(m_cap->get(cv::CAP_PROP_FRAME_HEIGHT))) + " @ " +
+           std::to_string(int(m_cap->get(cv::CAP_PROP_FPS) + 0.5)) + " fps";
   }
   bool live() const override { return true; }
-  double fps() const override { return m_cap.get(cv::CAP_PROP_FPS); }
+  double fps() const override { return m_cap->get(cv::CAP_PROP_FPS); }
   ReadResult read(Frame& out) override {
     cv::Mat m;
-    if (!m_cap.read(m) || m.empty()) {
+    std::swap(m, m_first);  // the frame the open read, if any
+    if (m.empty() && (!m_cap->read(m) || m.empty())) {
       // One bad frame (a corrupt MJPEG) is skipped; several in a row mean the device is gone.
       if (++m_failures < 5) {
         m_problem = m_name + ": a frame did not arrive or decode";
@@ -285,47 +478,22 @@ class LiveSource : public FrameSource {
       return ReadResult::Lost;
     }
     m_failures = 0;
+    // Checked once, as it arrives: a device that switched to an oversized mode stops here
+    // (Capture reopens it, and the open checks the size again).
+    if (over_cap(m.cols, m.rows, m_max_pixels))
+      throw Error(ErrorKind::Data, m_spec + ": frame " + std::to_string(m_next) + " is " +
+                                       over_cap_text(m.cols, m.rows, m_max_pixels));
     out.image = to_host(m);
     out.index = m_next++;
     return ReadResult::Frame;
   }
 
  private:
-  void open() {
-    quiet_opencv();
-    bool ok = false;
-    if (m_pipeline.empty()) {
-      ok = m_cap.open(m_camera, cv::CAP_V4L2);
-      if (ok) {
-        // MJPG where offered (USB 2 bandwidth), and a one-frame queue: the view stays live
-        // instead of showing frames that waited in the driver's buffers.
-        m_cap.set(cv::CAP_PROP_FOURCC, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'));
-        m_cap.set(cv::CAP_PROP_BUFFERSIZE, 1);
-        if (m_w > 0)
-          m_cap.set(cv::CAP_PROP_FRAME_WIDTH, m_w), m_cap.set(cv::CAP_PROP_FRAME_HEIGHT, m_h);
-        if (m_fps > 0) m_cap.set(cv::CAP_PROP_FPS, m_fps);
-      }
-    } else {
-      ok = m_cap.open(m_pipeline, cv::CAP_GSTREAMER);
-    }
-    if (!ok || !m_cap.isOpened()) {
-      m_cap.release();
-      throw Error(ErrorKind::NoInput,
-                  m_pipeline.empty()
-                      ? m_name + ": no such camera, or it is busy (/dev/video" +
-                            std::to_string(m_camera) + ")"
-                      : m_name +
-                            ": the pipeline did not start (is it valid, does it end in "
-                            "appsink, and was OpenCV built with GStreamer?)");
-    }
-  }
-
+  std::string m_spec;
   std::string m_name;
-  int m_camera;
-  std::string m_pipeline;
-  int m_w, m_h;
-  double m_fps;
-  cv::VideoCapture m_cap;
+  size_t m_max_pixels;
+  std::unique_ptr<cv::VideoCapture> m_cap;
+  cv::Mat m_first;
   uint64_t m_next = 0;
   int m_failures = 0;
 };
@@ -400,13 +568,13 @@ std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOp
       return std::make_unique<SyntheticSource>(s.width, s.height, s.fps, opt.seed);
     case SourceSpec::Camera:
 #if defined(LAB_WITH_OPENCV)
-      return std::make_unique<LiveSource>(spec, s.camera, "", s.width, s.height, s.fps);
+      return std::make_unique<LiveSource>(spec, spec, s.camera, "", s.width, s.height, s.fps, opt);
 #else
       no_opencv("a camera");
 #endif
     case SourceSpec::GStreamer:
 #if defined(LAB_WITH_OPENCV)
-      return std::make_unique<LiveSource>("gst", -1, s.text, 0, 0, 0);
+      return std::make_unique<LiveSource>(spec, "gst", -1, s.text, 0, 0, 0, opt);
 #else
       no_opencv("a GStreamer pipeline");
 #endif
@@ -422,7 +590,7 @@ std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOp
     throw Error(ErrorKind::Data, spec + ": not a regular file (a device or pipe could block)");
   if (is_video_ext(lower_ext(spec))) {
 #if defined(LAB_WITH_OPENCV)
-    return std::make_unique<VideoFileSource>(spec, lo);
+    return std::make_unique<VideoFileSource>(spec, opt);
 #else
     no_opencv("a video file");
 #endif

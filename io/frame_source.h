@@ -3,9 +3,13 @@
 // them alike; Capture (capture.h) runs one on its own thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+
+#include "check.h"
 
 #include "image_source.h"
 #include "image.h"
@@ -44,10 +48,37 @@ class FrameSource {
 };
 
 struct SourceOptions {
+  // Every frame of every source is held to it: images and folders by the loader, the synthetic
+  // scene and a video at open (the container's frame size), a camera or pipeline at open (the
+  // negotiated size) and each frame as it arrives (a size change mid-stream stops the source
+  // with Error(Data) from read()).
   size_t max_pixels = kDefaultMaxPixels;
   bool accept_truncated = false;  // LoadOptions::accept_truncated
   uint64_t seed = 1;              // synthetic scene
+  // A video, camera or pipeline is opened, and its first frame read, on a helper thread within
+  // this time: OpenCV's opens (a GStreamer preroll) can block forever and cannot be cancelled.
+  // Past it open_source throws Error(Io) "no frame for 10 s from SPEC" and leaves the helper
+  // to finish, or stay stuck, on its own (see stuck_source_threads()).
+  std::chrono::milliseconds open_timeout{10000};
+  // Polled every 100 ms while open_source waits for that helper: true ends the wait with
+  // SourceCancelled (a Ctrl-C). Called on the opening thread; it must be cheap and not throw.
+  std::function<bool()> cancelled;
 };
+
+// open_source gave up waiting because SourceOptions::cancelled said so.
+class SourceCancelled : public Error {
+ public:
+  explicit SourceCancelled(const std::string& what) : Error(ErrorKind::Io, what) {}
+};
+
+// Threads left inside a source's open or read after their caller gave up on them (a pipeline
+// that never prerolls, a read that never returns). While one is, the process should not run
+// static destructors (OpenCV's and GStreamer's) under it: the CLI ends with std::_Exit after
+// flushing its output instead of returning from main.
+int stuck_source_threads();
+namespace detail {
+void count_stuck_source_thread(int delta);  // Capture's detached threads count themselves
+}
 
 // `spec` is one of
 //   synthetic | synthetic:WxH | synthetic:WxH@FPS     the built-in animated scene
@@ -57,7 +88,8 @@ struct SourceOptions {
 //   a video file (.avi .mp4 .mkv .mov .webm ...)     looped
 //   an image file                                    repeated
 // Throws Error: Usage (malformed spec), NoInput (missing file, empty folder, absent camera),
-// Data (undecodable file or video), Unavailable (camera or GStreamer in a build without OpenCV).
+// Data (undecodable file or video, frames over max_pixels), Io (no first frame within
+// open_timeout), SourceCancelled, Unavailable (camera or GStreamer in a build without OpenCV).
 std::unique_ptr<FrameSource> open_source(const std::string& spec, const SourceOptions& opt = {});
 
 // What a spec names, parsed without opening anything (open_source's first step; the fuzz

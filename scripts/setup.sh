@@ -32,6 +32,7 @@ core=(
   libcli11-dev nlohmann-json3-dev   # command line, JSON
   libstb-dev                        # image files without OpenCV
   libopencv-dev                     # image, video and camera input; test peer
+  gstreamer1.0-plugins-base         # gst: input (appsink, videoconvert; videotestsrc in tests)
   doctest-dev                       # tests
 )
 gui=(libimgui-dev libglfw3-dev libepoxy-dev libegl-dev)  # the GUI: without one, no GUI

@@ -10,6 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#if defined(LAB_WITH_OPENCV)
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/videoio.hpp>
+#include <opencv2/videoio/registry.hpp>
+#endif
+
 #include "capture.h"
 #include "frame_source.h"
 #include "check.h"
@@ -97,6 +104,33 @@ io::CaptureOptions fast_options() {
   o.retry_every = 20ms;
   return o;
 }
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+#if defined(LAB_WITH_OPENCV)
+// The gst: tests need OpenCV's GStreamer backend and the base plugins (scripts/setup.sh).
+bool has_gstreamer() {
+  if (cv::videoio_registry::hasBackend(cv::CAP_GSTREAMER)) return true;
+  MESSAGE("skipped: this OpenCV has no GStreamer backend");
+  return false;
+}
+
+fs::path scratch_dir(const std::string& tag) {
+  const fs::path d = fs::temp_directory_path() / ("lab_src_" + tag + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// An MJPEG AVI of `frames` frames of w x h.
+void write_mjpeg_avi(const std::string& path, int w, int h, int frames) {
+  cv::VideoWriter vw(path, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 10, cv::Size(w, h));
+  REQUIRE(vw.isOpened());
+  for (int i = 0; i < frames; ++i) vw.write(cv::Mat(h, w, CV_8UC3, cv::Scalar(10 * i, 100, 30)));
+}
+#endif
 
 }  // namespace
 
@@ -409,4 +443,151 @@ TEST_SUITE("cpu") {
     CHECK(n >= 8);   // 50 fps for 0.3 s: about 15
     CHECK(n <= 25);  // not as fast as the thread can
   }
+#if defined(LAB_WITH_OPENCV)
+  TEST_CASE("sources: a video over --max-pixels is refused at open, from its header") {
+    const fs::path d = scratch_dir("bigvideo");
+    const std::string path = (d / "big.avi").string();
+    write_mjpeg_avi(path, 400, 300, 30);
+    io::SourceOptions small;
+    small.max_pixels = 1000;
+    try {
+      io::open_source(path, small);
+      FAIL("an over-cap video opened");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Data);
+      CHECK(std::string(e.what()) == "video " + path +
+                                         ": frames are 400x300 (120000 pixels), over the cap of "
+                                         "1000 pixels; --max-pixels raises it");
+    }
+    // The CLI: exit 65 at once, not 100 decodes and a retry loop.
+    const auto t0 = Clock::now();
+    const Result r = lab_cli("run --device cpu --frames 30 --max-pixels 1000 --input " + path, 60);
+    CHECK(r.code == 65);
+    CHECK(has(r, "kernel-lab: error: video " + path + ": frames are 400x300"));
+    CHECK(seconds_since(t0) < 5);
+    // Under the cap it runs.
+    const Result ok = lab_cli("run --device cpu --frames 5 --input " + path, 60);
+    CHECK(ok.code == 0);
+    CHECK(has(ok, "over 5 frame(s)"));
+    fs::remove_all(d);
+  }
+
+  TEST_CASE("sources: a video frame that grows past the cap mid-stream is never delivered") {
+    // A raw MJPEG stream is JPEGs back to back: three small frames, then a large one. OpenCV
+    // 4.6's FFmpeg reader scales every frame to the header's size (it logs "Slice parameters
+    // ... are invalid" and hands back a 40x30 frame); a reader that passes the new size on
+    // meets read()'s check, which stops the video with Data. Either way no frame over the cap
+    // comes out, and the stream ends or loops instead of retrying the large frame.
+    const fs::path d = scratch_dir("growing");
+    const std::string path = (d / "grows.mjpeg").string();
+    {
+      std::vector<uchar> small_jpeg, big_jpeg;
+      REQUIRE(cv::imencode(".jpg", cv::Mat(30, 40, CV_8UC3, cv::Scalar(0, 80, 160)), small_jpeg));
+      REQUIRE(cv::imencode(".jpg", cv::Mat(300, 400, CV_8UC3, cv::Scalar(0, 80, 160)), big_jpeg));
+      std::ofstream f(path, std::ios::binary);
+      for (int i = 0; i < 3; ++i) f.write((const char*)small_jpeg.data(), small_jpeg.size());
+      f.write((const char*)big_jpeg.data(), big_jpeg.size());
+    }
+    io::SourceOptions o;
+    o.max_pixels = 5000;
+    auto v = io::open_source(path, o);
+    io::Frame f;
+    int frames = 0;
+    const auto t0 = Clock::now();
+    try {
+      for (int i = 0; i < 20; ++i) {
+        const io::ReadResult r = v->read(f);
+        REQUIRE(r != io::ReadResult::Lost);
+        if (r != io::ReadResult::Frame) continue;
+        ++frames;
+        CHECK(f.image.desc().pixels() <= o.max_pixels);
+      }
+      CHECK(frames >= 3);
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Data);
+      CHECK(std::string(e.what()).find("is 400x300 (120000 pixels), over the cap of 5000") !=
+            std::string::npos);
+      CHECK(frames == 3);
+    }
+    CHECK(seconds_since(t0) < 5);
+    fs::remove_all(d);
+  }
+
+  TEST_CASE("sources: the repository's video still runs") {
+    const Result r = lab_cli("run --device cpu --frames 5 --input " + data_path("tree.avi"), 60);
+    CHECK(r.code == 0);
+    CHECK(has(r, "over 5 frame(s)"));
+  }
+
+  TEST_CASE("gst: a pipeline that never prerolls times out with Io; a cancel ends the wait") {
+    if (!has_gstreamer()) return;
+    io::SourceOptions o;
+    o.open_timeout = 1000ms;
+    auto t0 = Clock::now();
+    try {
+      io::open_source("gst:appsrc ! appsink", o);
+      FAIL("a pipeline with no data opened");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Io);
+      CHECK(std::string(e.what()).find("no frame for 1 s from gst:appsrc ! appsink") == 0);
+    }
+    CHECK(seconds_since(t0) >= 0.9);
+    CHECK(seconds_since(t0) < 1.6);
+    CHECK(io::stuck_source_threads() >= 1);  // the helper is still inside GStreamer
+    // While it is, the same spec is refused at once, not opened (and stuck) again.
+    t0 = Clock::now();
+    try {
+      io::open_source("gst:appsrc ! appsink", o);
+      FAIL("a stuck pipeline was opened again");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Io);
+    }
+    CHECK(seconds_since(t0) < 0.5);
+    // A Ctrl-C (the caller's `cancelled`) ends the wait within 100 ms or so.
+    io::SourceOptions c;
+    const auto cancel_at = Clock::now() + 300ms;
+    c.cancelled = [&] { return Clock::now() >= cancel_at; };
+    t0 = Clock::now();
+    CHECK_THROWS_AS(io::open_source("gst:appsrc name=quiet ! appsink", c), io::SourceCancelled);
+    CHECK(seconds_since(t0) < 0.6);
+  }
+
+  TEST_CASE("gst: run gives up on a pipeline that never prerolls after 10 s, exit 74") {
+    if (!has_gstreamer()) return;
+    const auto t0 = Clock::now();
+    const Result r = lab_cli("run --device cpu --input 'gst:appsrc ! appsink'", 30);
+    const double s = seconds_since(t0);
+    CHECK(r.code == 74);
+    CHECK(has(r, "kernel-lab: error: no frame for 10 s from gst:appsrc ! appsink"));
+    CHECK(s >= 9.5);
+    CHECK(s < 14);  // 10 s and the start of the process, on a loaded machine
+  }
+
+  TEST_CASE("gst: frames over --max-pixels are refused at open; under it they run") {
+    if (!has_gstreamer()) return;
+    const std::string spec =
+        "'gst:videotestsrc num-buffers=3 ! video/x-raw,width=64,height=48 ! videoconvert ! "
+        "appsink'";
+    const auto t0 = Clock::now();
+    const Result big = lab_cli("run --device cpu --max-pixels 1000 --input " + spec, 30);
+    CHECK(big.code == 65);
+    CHECK(has(big,
+              "frames are 64x48 (3072 pixels), over the cap of 1000 pixels; --max-pixels "
+              "raises it"));
+    CHECK(seconds_since(t0) < 5);
+    const Result ok = lab_cli("run --device cpu --frames 3 --max-pixels 3072 --input " + spec, 30);
+    CHECK(ok.code == 0);
+    CHECK(has(ok, "over 3 frame(s)"));
+    // The library: the first frame is the pipeline's, at its size.
+    io::SourceOptions o;
+    o.max_pixels = 3072;
+    auto src = io::open_source(
+        "gst:videotestsrc num-buffers=3 ! video/x-raw,width=64,height=48 ! videoconvert ! appsink",
+        o);
+    io::Frame f;
+    REQUIRE(src->read(f) == io::ReadResult::Frame);
+    CHECK(f.image.desc().width == 64);
+    CHECK(f.image.desc().height == 48);
+  }
+#endif
 }
