@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "check.h"
+#include "live.h"
 #include "trial.h"
 #if defined(LAB_WITH_GUI)
 #include "gui.h"
@@ -132,6 +133,8 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
 int run_cli(int argc, char** argv) {
   // The trial child (trial.h): a hidden subcommand, started by the lab itself.
   if (argc == 2 && std::string(argv[1]) == "__trial") return trial_child_main(0, 1);
+  // The compile child (live.h): NVRTC under a time and memory limit.
+  if (argc == 2 && std::string(argv[1]) == "__compile") return live_compile_child_main(0, 1);
   CLI::App app{kAbout, "kernel-lab"};
   app.footer(kFooter);
   app.set_version_flag("--version", LAB_VERSION);
