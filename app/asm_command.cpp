@@ -9,6 +9,7 @@
 #include "device.h"
 #include "listing.h"
 #include "live.h"
+#include "printable.h"
 #include "registry.h"
 
 namespace lab::app {
@@ -49,8 +50,9 @@ Target parse_target(const std::string& spec, const char* what) {
     if (v < 0) {
       std::string names;
       for (const auto& vd : t.op->def.variants) names += (names.empty() ? "" : ", ") + vd.name;
-      throw Error(ErrorKind::Usage, std::string(what) + ": no variant '" + spec.substr(eq + 1) +
-                                        "' of " + t.op->def.name + " (" + names + ")");
+      throw Error(ErrorKind::Usage, std::string(what) + ": no variant '" +
+                                        printable(spec.substr(eq + 1)) + "' of " + t.op->def.name +
+                                        " (" + names + ")");
     }
     t.variant = size_t(v);
   }
@@ -75,7 +77,7 @@ std::vector<const AsmFunction*> select(const std::vector<AsmFunction>& fns, cons
       if (demangle(f.name).find(o.kernel) != std::string::npos) hits.push_back(&f);
     if (hits.size() == 1) return hits;
     throw Error(ErrorKind::Usage,
-                "asm --kernel " + o.kernel + ": " +
+                "asm --kernel " + printable(o.kernel) + ": " +
                     (hits.empty() ? "no function of " + op.def.name + " by that name"
                                   : std::to_string(hits.size()) + " functions of " + op.def.name +
                                         " match; name one") +
@@ -84,7 +86,7 @@ std::vector<const AsmFunction*> select(const std::vector<AsmFunction>& fns, cons
   Block block = vd.default_block;
   if (!o.block.empty()) {
     const auto b = parse_wxh(o.block);
-    if (!b) throw Error(ErrorKind::Usage, "asm --block " + o.block + ": expected WxH");
+    if (!b) throw Error(ErrorKind::Usage, "asm --block " + printable(o.block) + ": expected WxH");
     block = *b;
   }
   std::vector<const AsmFunction*> out = variant_functions(fns, op.def.name, vd.name, &block);
@@ -175,10 +177,16 @@ LiveBuild compile_file(const AsmOptions& o, bool fast) {
   const std::string src = read_live_file(o.kernel_file);
   LiveOptions lo = read_live_options(src, LiveOptions{});
   lo.fast_math = fast;
-  if (o.arch > 0) lo.arch = o.arch;
-  LiveBuild b = live_compile(src, lo);
+  if (o.arch > 0) {
+    // An architecture inside --arch's range that this NVRTC cannot target is the user's to change.
+    const std::string why = nvrtc_arch_refusal(o.arch);
+    if (!why.empty())
+      throw Error(ErrorKind::Usage, "--arch " + std::to_string(o.arch) + ": " + why);
+    lo.arch = o.arch;
+  }
+  LiveBuild b = live_compile(src, lo, o.kernel_file);
   if (!b.ok) {
-    std::cerr << b.log;
+    std::cerr << b.log << "\n";  // its source lines' control characters escaped (live.h)
     throw Error(ErrorKind::Data, o.kernel_file + " does not compile (NVRTC's log above)");
   }
   return b;

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "check.h"
+#include "live.h"
 #include "output_file.h"
 #include "printable.h"
 #include "trial.h"
@@ -172,6 +173,8 @@ int run_cli(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   // The trial child (trial.h): a hidden subcommand, started by the lab itself.
   if (argc == 2 && std::string(argv[1]) == "__trial") return trial_child_main(0, 1);
+  // The compile child (live.h): NVRTC under a time and memory limit.
+  if (argc == 2 && std::string(argv[1]) == "__compile") return live_compile_child_main(0, 1);
   CLI::App app{kAbout, "kernel-lab"};
   app.footer(kFooter);
   app.set_version_flag("--version", LAB_VERSION);

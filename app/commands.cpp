@@ -171,7 +171,7 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
   if (!why.empty()) throw Error(ErrorKind::Usage, "--replace " + c.replace + ": " + why);
   const std::string source = read_live_file(c.kernel_file);
   const LiveOptions opts = read_live_options(source, LiveOptions{});
-  const LiveBuild build = live_compile(source, opts);
+  const LiveBuild build = live_compile(source, opts, c.kernel_file);
   for (const LiveDiagnostic& d : build.diagnostics)
     std::cerr << c.kernel_file << ":" << d.line << ": " << (d.error ? "error" : "warning") << ": "
               << d.message << "\n";

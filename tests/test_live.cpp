@@ -89,9 +89,10 @@ TEST_SUITE("cpu") {
         "      ^\n"
         "user_kernel.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n"
         "blur_kernels.cuh(40): error: expected a \";\"\n"
+        "user_kernel.cu(9): catastrophic error: #error directive: stop\n"
         "3 errors detected in the compilation of \"user_kernel.cu\".\n";
     const auto d = lab::parse_nvrtc_log(log);
-    REQUIRE(d.size() == 3);
+    REQUIRE(d.size() == 4);
     CHECK(d[0].line == 12);
     CHECK(d[0].error);
     CHECK(d[0].message == "identifier \"q\" is undefined");
@@ -99,6 +100,9 @@ TEST_SUITE("cpu") {
     CHECK(!d[1].error);
     CHECK(d[2].line == 0);  // in a lab header: named in the message
     CHECK(d[2].message.find("blur_kernels.cuh(40)") == 0);
+    CHECK(d[3].line == 9);
+    CHECK(d[3].error);
+    CHECK(d[3].message == "#error directive: stop");
     // A name with brackets of its own: the longest prefix is the file, as before.
     const auto n = lab::parse_nvrtc_log("dir(1)/user_kernel.cu(7): error: x\n");
     REQUIRE(n.size() == 1);
@@ -199,6 +203,79 @@ TEST_SUITE("cpu") {
       ++n;
     }
     CHECK(n >= 1);
+  }
+
+  TEST_CASE("live: the compile child gives NVRTC's result unchanged (issue 42)") {
+    lab::LiveOptions o;
+    o.arch = 87;
+    const lab::Op& blur = lab::find_op("blur");
+    const std::string copy = lab::live_copy_source(blur, size_t(blur.find_variant("v4_rows")),
+                                                   {32, 8}, lab::MathMode::Precise, &o);
+    o.arch = 87;
+    for (const std::string& src : {lab::live_template(blur), copy}) {
+      const lab::LiveBuild child = lab::live_compile(src, o);
+      const lab::LiveBuild here = lab::live_compile_in_process(src, o);
+      REQUIRE_MESSAGE(child.ok, child.log);
+      CHECK(here.ok);
+      CHECK(child.ptx == here.ptx);
+      CHECK(child.cubin == here.cubin);
+      CHECK(child.lowered_name == here.lowered_name);
+      CHECK(child.arch == 87);
+      CHECK(child.options.block == o.block);
+    }
+  }
+
+  TEST_CASE("live: architectures NVRTC cannot target are said in words, asm --arch exits 64") {
+    const std::vector<int> archs = lab::nvrtc_archs();
+    REQUIRE(!archs.empty());
+    CHECK(lab::nvrtc_arch_refusal(archs.front()).empty());
+    const std::string why = lab::nvrtc_arch_refusal(50);
+    CHECK(why.rfind("NVRTC of this toolkit cannot target sm_50 (it supports sm_", 0) == 0);
+    lab::LiveOptions o;
+    o.arch = 50;
+    CHECK_THROWS_AS(lab::live_compile(lab::live_template(lab::find_op("blur")), o), lab::Error);
+    const char* env = std::getenv("LAB_EXAMPLES_DIR");
+    const fs::path example = fs::path(env && *env ? env : LAB_EXAMPLES_DIR) / "blur_smem.cu";
+    const Result r = lab_cli("asm --arch 50 --kernel-file " + example.string());
+    CHECK(r.code == 64);
+    CHECK(has(r, "--arch 50: NVRTC of this toolkit cannot target sm_50 (it supports sm_"));
+    const Result ok = lab_cli("asm --arch " + std::to_string(archs.back()) +
+                              " --mix --kernel-file " + example.string());
+    CHECK(ok.code == 0);
+    CHECK(has(ok, "PTX compute_" + std::to_string(archs.back())));
+  }
+
+  TEST_CASE("cli: control characters of a kernel's text reach the terminal escaped") {
+    const fs::path d = temp_dir("esc");
+    const std::string esc = "\x1b]0;owned\x07\x1b[2J";
+    {
+      std::ofstream f(d / "esc.cu");
+      f << "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
+        << "  float v = \"" << esc << "\";\n"  // NVRTC echoes the line in its log
+        << "}\n#error " << esc << "\n";        // and quotes the text in its message
+    }
+    {
+      std::ofstream f(d / "inc.cu");
+      f << "#include \"" << esc << "\"\n";
+    }
+    for (const char* file : {"esc.cu", "inc.cu"}) {
+      const std::string path = (d / file).string();
+      for (const Result& r : {lab_cli("check --device cpu --pipeline harris --kernel-file " + path +
+                                      " --replace blur"),
+                              lab_cli("asm --kernel-file " + path)}) {
+        INFO(std::string(file), ": ", r.out);
+        CHECK(r.code == 65);
+        CHECK(r.out.find('\x1b') == std::string::npos);
+        CHECK(r.out.find('\x07') == std::string::npos);
+        CHECK(has(r, "\\x1b]0;owned\\x07\\x1b[2J"));
+      }
+    }
+    // asm's --kernel, echoed in its refusal.
+    const Result k = lab_cli("asm blur --kernel \"$(printf 'no\\033[2Jsuch')\"");
+    CHECK(k.code == 64);
+    CHECK(k.out.find('\x1b') == std::string::npos);
+    CHECK(has(k, "no\\x1b[2Jsuch"));
+    fs::remove_all(d);
   }
 
   TEST_CASE("live: files under XDG_DATA_HOME, read back as written; errors are clear") {

@@ -4,6 +4,7 @@
 // this process runs on.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -344,6 +345,139 @@ TEST_SUITE("cpu") {
     CHECK(lab_cli("check --device cpu --trial-timeout 601 --stage blur --quick").code == 64);
     CHECK(lab_cli("check --device cpu --trial-timeout two --stage blur --quick").code == 64);
     CHECK(lab_cli("__trial extra").code == 64);  // the hidden subcommand takes nothing more
+    CHECK(lab_cli("__compile extra").code == 64);
+  }
+
+  // ---- compiles: includes, limits, architectures, what reaches the terminal (issue 42) --------
+
+  TEST_CASE("live: only the lab's headers may be included, however the #include is spelled") {
+    auto refused = [](const std::string& src) { return lab::live_include_refusals(src); };
+    // What live kernels and their copies include.
+    CHECK(refused("#include \"lab_live.cuh\"\n#include <image_view.h>\n").empty());
+    CHECK(refused("#if defined(__CUDACC_RTC__)\n#define FLT_MAX 1\n#else\n#include <cfloat>\n"
+                  "#endif\n")
+              .empty());
+    // Text that only looks like an include: comments, strings, a raw string, digit separators.
+    CHECK(refused("// #include \"/etc/passwd\"\n/* #include \"/etc/passwd\" */\n"
+                  "const char* s = \"#include \\\"/etc/passwd\\\"\";\n"
+                  "const char* r = R\"x(\n#include \"/etc/passwd\"\n)x\";\n"
+                  "int n = 1'000'000; char c = '#';\n")
+              .empty());
+    const auto plain = refused("// a kernel\n\n#include \"/etc/passwd\"\n");
+    REQUIRE(plain.size() == 1);
+    CHECK(plain[0].line == 3);
+    CHECK(plain[0].error);
+    CHECK(plain[0].message.rfind("#include \"/etc/passwd\": only the lab's headers (", 0) == 0);
+    CHECK(plain[0].message.find("lab_live.cuh") != std::string::npos);
+    // Spellings a preprocessor reads as an include: each refused, at the '#''s line.
+    const std::pair<const char*, int> hidden[] = {
+        {"%:include \"x.h\"\n", 1},                      // a digraph
+        {"\n#inc\\\nlude \"x.h\"\n", 2},                 // a spliced line
+        {"\n#inc\\\r\nlude \"x.h\"\n", 2},               // CR LF
+        {"/* a\n b */ # /**/ include /**/ <x.h>\n", 2},  // comments as white space
+        {"// one line \\ \n#include \"x.h\"\n", 2},      // a space after the backslash: no splice
+        {"\"open\n#include \"x.h\"\n", 2},               // a literal ends at the line's end
+        {"#define F \"x.h\"\n#include F\n", 2},          // a macro
+        {"#include_next <x.h>\n", 1},
+        {"#if __has_include(\"/dev/fifo\")\n#endif\n", 1},  // opens what it names
+        {"#include <../../etc/passwd>\n", 1},
+    };
+    for (const auto& [src, line] : hidden) {
+      const auto d = refused(src);
+      CHECK_MESSAGE(d.size() == 1, src);
+      if (d.size() == 1) CHECK_MESSAGE(d[0].line == line, src);
+    }
+    // The refusal is the compile's result, at its line, before NVRTC reads anything.
+    lab::LiveOptions o;
+    o.arch = 87;
+    const lab::LiveBuild b = lab::live_compile("\n#include \"/etc/passwd\"\n", o);
+    CHECK(!b.ok);
+    REQUIRE(b.diagnostics.size() == 1);
+    CHECK(b.diagnostics[0].line == 2);
+    CHECK(b.log.find("root:") == std::string::npos);
+  }
+
+  TEST_CASE("cli: an #include of a FIFO, a huge file or /etc/passwd is refused at once, unread") {
+    const fs::path d = scratch() / "includes";
+    fs::create_directories(d);
+    const fs::path fifo = d / "fifo.h";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const fs::path sparse = d / "huge.h";
+    { std::ofstream f(sparse); }
+    fs::resize_file(sparse, uint64_t(4) << 30);  // 4 GiB of hole: reading it takes 4 GiB
+    for (const fs::path& target : {fifo, sparse, fs::path("/etc/passwd")}) {
+      const fs::path k = d / "k.cu";
+      {
+        std::ofstream f(k);
+        f << "// @lab block=32x8\n// includes " << target.filename().string() << "\n"
+          << "#include \"" << target.string() << "\"\n"
+          << "__global__ void user_kernel(Inputs in, Outputs out, Params p) {}\n";
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      const Result r = lab_cli(
+          "check --device cpu --pipeline harris --kernel-file " + k.string() + " --replace blur",
+          60);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      INFO(target, ": ", r.out);
+      CHECK(r.code == 65);
+      CHECK(has(r, "k.cu:3: error: #include \"" + target.string() + "\": only the lab's headers"));
+      CHECK(!has(r, "root:"));
+      CHECK(s < 20);  // promptly: not the compile's time limit
+    }
+    fs::remove_all(d);
+  }
+
+  TEST_CASE("live: a macro bomb stops at the compile's time limit, with words") {
+    // 2^40 copies of x: NVRTC expands it for ever, in ever more memory.
+    std::string bomb = "#define A0 x\n";
+    for (int i = 1; i <= 40; ++i)
+      bomb += "#define A" + std::to_string(i) + " A" + std::to_string(i - 1) + " A" +
+              std::to_string(i - 1) + "\n";
+    bomb += "__global__ void user_kernel(Inputs in, Outputs out, Params p) { int A40; }\n";
+    lab::LiveOptions o;
+    o.arch = 87;
+    lab::CompileLimits limits;
+    limits.timeout_s = 2;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      lab::live_compile(bomb, o, "bomb.cu", limits);
+      FAIL("it compiled");
+    } catch (const lab::Error& e) {
+      CHECK(e.kind() == lab::ErrorKind::Data);
+      CHECK(std::string(e.what()).rfind("bomb.cu: compiling took longer than 2 s", 0) == 0);
+    }
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10);
+    // Out of memory first (a limit NVRTC cannot even start in): said as such.
+    limits.timeout_s = 60;
+    limits.memory_bytes = uint64_t(64) << 20;
+    try {
+      lab::live_compile(bomb, o, "bomb.cu", limits);
+      FAIL("it compiled");
+    } catch (const lab::Error& e) {
+      CHECK(e.kind() == lab::ErrorKind::Data);
+      CHECK(std::string(e.what()).find("64 MiB") != std::string::npos);
+    }
+    // From the command line: the limit from the environment, exit 65, check and asm alike.
+    const fs::path d = scratch();
+    const std::string file = (d / "bomb.cu").string();
+    {
+      std::ofstream f(file);
+      f << bomb;
+    }
+    for (const std::string& args :
+         {"check --device cpu --pipeline harris --kernel-file " + file + " --replace blur",
+          "asm --kernel-file " + file}) {
+      const Result r =
+          shell("LAB_COMPILE_TIMEOUT_S=1.5 timeout 60 " + lab_exe() + " " + args + " 2>&1");
+      INFO(args, ": ", r.out);
+      CHECK(r.code == 65);
+      CHECK(has(r, "bomb.cu: compiling took longer than 1.5 s (a macro or template"));
+    }
+    const Result bad =
+        shell("LAB_COMPILE_TIMEOUT_S=soon " + lab_exe() + " asm --kernel-file " + file + " 2>&1");
+    CHECK(bad.code == 64);
+    CHECK(has(bad, "LAB_COMPILE_TIMEOUT_S=soon: expected seconds"));
+    fs::remove(file);
   }
 }
 

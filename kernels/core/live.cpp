@@ -5,12 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <new>
 #include <regex>
 #include <sstream>
 
@@ -32,6 +35,8 @@ namespace {
 const char* const kFileName = "user_kernel.cu";
 
 void check_nvrtc(nvrtcResult r, const char* what) {
+  // Out of memory is the compile child's memory limit (live_compile says so in words).
+  if (r == NVRTC_ERROR_OUT_OF_MEMORY) throw std::bad_alloc();
   if (r != NVRTC_SUCCESS)
     throw Error(ErrorKind::Unavailable,
                 std::string("NVRTC ") + what + " failed: " + nvrtcGetErrorString(r));
@@ -153,6 +158,8 @@ std::vector<std::string> live_nvrtc_options(const LiveOptions& o) {
       "-DLAB_BLOCK_Y=" + std::to_string(o.block.y),
       "-DLAB_PX=" + std::to_string(o.px),
       "-DLAB_ROWS=" + std::to_string(o.rows),
+      // Quoted includes not given by name are not looked for in the working folder either.
+      "--no-source-include",
   };
   if (o.fast_math) v.push_back("--use_fast_math");
   if (o.max_regs > 0) v.push_back("-maxrregcount=" + std::to_string(o.max_regs));
@@ -172,7 +179,9 @@ bool parse_log_line(const std::string& line, std::string& file, int& number, boo
     size_t i = open + 1, digits = 0;
     while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i, ++digits;
     if (digits == 0 || digits > 9 || line.compare(i, 3, "): ") != 0) continue;
-    const size_t kind = i + 3;
+    // "catastrophic error" (an #error, a missing file, out of memory) is an error too.
+    size_t kind = i + 3;
+    if (line.compare(kind, 13, "catastrophic ") == 0) kind += 13;
     const bool is_error = line.compare(kind, 5, "error") == 0;
     if (!is_error && line.compare(kind, 7, "warning") != 0) continue;
     const size_t colon = line.find(": ", kind);
@@ -202,22 +211,260 @@ std::vector<LiveDiagnostic> parse_nvrtc_log(const std::string& log) {
       const bool user = file == kFileName;
       d.line = user ? number : 0;
       d.error = error;
-      d.message = user ? message : file + "(" + std::to_string(number) + "): " + message;
+      d.message = printable(user ? message : file + "(" + std::to_string(number) + "): " + message,
+                            std::string::npos);
       out.push_back(std::move(d));
     } else if (line.find("error") != std::string::npos && line.find(": ") != std::string::npos &&
                line.rfind("At end of source", 0) == 0) {
-      out.push_back({0, true, line});
+      out.push_back({0, true, printable(line, std::string::npos)});
     }
   }
   return out;
 }
 
-LiveBuild live_compile(const std::string& source, const LiveOptions& o) {
+namespace {
+
+// An #include (or #include_next, #import, #embed, __has_include...) in a source, as written.
+struct IncludeRef {
+  int line = 0;
+  std::string directive;  // "include", "__has_include", ...
+  std::string name;       // between the quotes or brackets; "" when a macro names it
+  bool angle = false;
+};
+
+bool ident_char(char c) {
+  const unsigned char u = static_cast<unsigned char>(c);
+  return std::isalnum(u) || c == '_' || c == '$' || u >= 0x80;
+}
+
+// Finds every include a preprocessor could act on, as EDG (NVRTC's front end) reads the text:
+// lines spliced by a backslash before a newline (or CR LF), comments as white space, string and
+// character literals ending at the line's end, raw strings, '#' or '%:' then the directive's name.
+// It errs on the side of finding too many: a '#' followed by `include` anywhere counts, and
+// directives in branches the preprocessor skips count as well.
+std::vector<IncludeRef> scan_includes(const std::string& src) {
+  std::string t;
+  std::vector<int> line_of;
+  t.reserve(src.size());
+  line_of.reserve(src.size() + 1);
+  int line = 1;
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (src[i] == '\\') {
+      const size_t j = i + 1 < src.size() && src[i + 1] == '\r' ? i + 2 : i + 1;
+      if (j < src.size() && src[j] == '\n') {
+        i = j, ++line;
+        continue;
+      }
+    }
+    t += src[i];
+    line_of.push_back(line);
+    if (src[i] == '\n') ++line;
+  }
+  line_of.push_back(line);
+  const size_t n = t.size();
+  auto at = [&](size_t k) { return k < n ? t[k] : '\0'; };
+  // Skips a comment at k (returns true), else leaves k.
+  auto comment = [&](size_t& k) {
+    if (at(k) == '/' && at(k + 1) == '/') {
+      while (k < n && t[k] != '\n') ++k;
+      return true;
+    }
+    if (at(k) == '/' && at(k + 1) == '*') {
+      const size_t end = t.find("*/", k + 2);
+      k = end == std::string::npos ? n : end + 2;
+      return true;
+    }
+    return false;
+  };
+  auto blank = [&](size_t& k) {  // white space and comments, not the line's end
+    for (;;) {
+      if (k < n && (t[k] == ' ' || t[k] == '\t' || t[k] == '\r' || t[k] == '\v' || t[k] == '\f'))
+        ++k;
+      else if (!comment(k))
+        return;
+    }
+  };
+  // A header name at k ("name" or <name>), else a macro: "" and not moved.
+  auto header = [&](size_t& k, IncludeRef& r) {
+    blank(k);
+    const char open = at(k);
+    if (open != '"' && open != '<') return;
+    const char close = open == '"' ? '"' : '>';
+    size_t e = k + 1;
+    while (e < n && t[e] != close && t[e] != '\n') ++e;
+    r.name = t.substr(k + 1, e - k - 1);
+    r.angle = open == '<';
+    k = e < n && t[e] == close ? e + 1 : e;
+  };
+  std::vector<IncludeRef> out;
+  bool after_hash = false;
+  int hash_line = 0;
+  size_t i = 0;
+  while (i < n) {
+    const char c = t[i];
+    if (comment(i)) continue;
+    if (c == '\n') {
+      after_hash = false, ++i;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f') {
+      ++i;
+      continue;
+    }
+    if (c == '#' || (c == '%' && at(i + 1) == ':')) {
+      const size_t len = c == '#' ? 1 : 2;
+      const bool paste = c == '#' ? at(i + 1) == '#' : at(i + 2) == '%' && at(i + 3) == ':';
+      after_hash = !paste;
+      hash_line = line_of[i];
+      i += paste ? 2 * len : len;
+      continue;
+    }
+    if (ident_char(c) && !std::isdigit(static_cast<unsigned char>(c))) {
+      size_t e = i;
+      while (e < n && ident_char(t[e])) ++e;
+      const std::string id = t.substr(i, e - i);
+      if ((id == "R" || id == "u8R" || id == "uR" || id == "UR" || id == "LR") && at(e) == '"') {
+        // A raw string: R"delim( ... )delim", which may span lines.
+        const size_t paren = t.find('(', e + 1);
+        const std::string delim = paren == std::string::npos ? "" : t.substr(e + 1, paren - e - 1);
+        if (paren == std::string::npos || delim.size() > 16 ||
+            delim.find_first_of(" \t\n\\)\"") != std::string::npos) {
+          i = e + 1;  // not a raw string after all: the quote starts an ordinary literal
+          after_hash = false;
+          continue;
+        }
+        const size_t end = t.find(")" + delim + "\"", paren + 1);
+        i = end == std::string::npos ? n : end + delim.size() + 2;
+        after_hash = false;
+        continue;
+      }
+      if ((id == "u8" || id == "u" || id == "U" || id == "L") && (at(e) == '"' || at(e) == '\'')) {
+        i = e;  // the literal's prefix: the literal follows
+        after_hash = false;
+        continue;
+      }
+      const bool directive = after_hash && (id == "include" || id == "include_next" ||
+                                            id == "import" || id == "embed");
+      const bool probe = id == "__has_include" || id == "__has_include_next" || id == "__has_embed";
+      if (directive || probe) {
+        IncludeRef r;
+        r.line = directive ? hash_line : line_of[i];
+        r.directive = id;
+        size_t k = e;
+        if (probe) {
+          blank(k);
+          if (at(k) == '(') ++k;
+        }
+        header(k, r);
+        out.push_back(r);
+        e = std::max(e, k);
+      }
+      after_hash = false;
+      i = e;
+      continue;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) ||
+        (c == '.' && std::isdigit(static_cast<unsigned char>(at(i + 1))))) {
+      // A pp-number: 1'000'000 has quotes that start no literal.
+      size_t e = i + 1;
+      while (e < n) {
+        if ((t[e] == '+' || t[e] == '-') && std::strchr("eEpP", t[e - 1]))
+          ++e;
+        else if (ident_char(t[e]) || t[e] == '.' || (t[e] == '\'' && ident_char(at(e + 1))))
+          ++e;
+        else
+          break;
+      }
+      after_hash = false;
+      i = e;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      size_t e = i + 1;
+      while (e < n && t[e] != c && t[e] != '\n') e += t[e] == '\\' && at(e + 1) != '\n' ? 2 : 1;
+      i = e < n && t[e] == c ? e + 1 : e;
+      after_hash = false;
+      continue;
+    }
+    after_hash = false;
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> live_includable() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < kLiveFileCount; ++i) names.push_back(kLiveFiles[i].name);
+  return names;
+}
+
+std::vector<LiveDiagnostic> live_include_refusals(const std::string& source) {
+  const std::vector<std::string> lab = live_includable();
+  // In angle brackets, also the standard headers the lab's headers name (<cfloat> in a branch
+  // NVRTC skips, in a copy of nms): with no include directory NVRTC opens no file for them.
+  static const std::vector<std::string> standard = [] {
+    std::vector<std::string> v;
+    for (size_t i = 0; i < kLiveFileCount; ++i)
+      for (const IncludeRef& r : scan_includes(kLiveFiles[i].text))
+        if (r.angle && r.directive == "include") v.push_back(r.name);
+    return v;
+  }();
+  std::string list;
+  for (const std::string& h : lab) list += (list.empty() ? "" : ", ") + h;
+  auto in = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  std::vector<LiveDiagnostic> out;
+  for (const IncludeRef& r : scan_includes(source)) {
+    const bool probe = r.directive.rfind("__has_", 0) == 0;
+    if (!probe && !r.name.empty() && (in(lab, r.name) || (r.angle && in(standard, r.name))))
+      continue;
+    std::string what = probe ? r.directive : "#" + r.directive;
+    if (!r.name.empty())
+      what += r.angle ? " <" + printable(r.name) + ">" : " \"" + printable(r.name) + "\"";
+    out.push_back({r.line, true,
+                   what + (probe ? ": a live kernel cannot look for files; " : ": ") +
+                       "only the lab's headers (" + list + ")" +
+                       (r.name.empty() && !probe ? ", named in quotes," : "") +
+                       " may be included"});
+  }
+  return out;
+}
+
+std::vector<int> nvrtc_archs() {
+  int count = 0;
+  if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return {};
+  std::vector<int> v(size_t(count), 0);
+  if (nvrtcGetSupportedArchs(v.data()) != NVRTC_SUCCESS) return {};
+  return v;
+}
+
+std::string nvrtc_arch_refusal(int arch) {
+  const std::vector<int> v = nvrtc_archs();
+  if (v.empty() || std::find(v.begin(), v.end(), arch) != v.end()) return "";
+  return "NVRTC of this toolkit cannot target sm_" + std::to_string(arch) + " (it supports sm_" +
+         std::to_string(*std::min_element(v.begin(), v.end())) + "..sm_" +
+         std::to_string(*std::max_element(v.begin(), v.end())) + ")";
+}
+
+LiveBuild live_compile_in_process(const std::string& source, const LiveOptions& given) {
   LiveBuild b;
   b.source = source;
-  b.options = o;
-  b.arch = live_arch(o);
+  LiveOptions o = given;
+  o.arch = live_arch(given);
+  b.options = given;
+  b.arch = o.arch;
   const auto t0 = std::chrono::steady_clock::now();
+  // NVRTC opens what an #include names, a FIFO or /etc/passwd alike: only the lab's headers.
+  b.diagnostics = live_include_refusals(source);
+  if (!b.diagnostics.empty()) {
+    for (const LiveDiagnostic& d : b.diagnostics)
+      b.log += std::string(b.log.empty() ? "" : "\n") + kFileName + "(" + std::to_string(d.line) +
+               "): error: " + d.message;
+    return b;
+  }
   std::vector<const char*> names, texts;
   for (size_t i = 0; i < kLiveFileCount; ++i)
     names.push_back(kLiveFiles[i].name), texts.push_back(kLiveFiles[i].text);
@@ -236,10 +483,16 @@ LiveBuild live_compile(const std::string& source, const LiveOptions& o) {
   const nvrtcResult r = nvrtcCompileProgram(prog, int(argv.size()), argv.data());
   size_t n = 0;
   check_nvrtc(nvrtcGetProgramLogSize(prog, &n), "nvrtcGetProgramLogSize");
-  b.log.resize(n);
-  if (n) check_nvrtc(nvrtcGetProgramLog(prog, &b.log[0]), "nvrtcGetProgramLog");
-  while (!b.log.empty() && (b.log.back() == '\0' || b.log.back() == '\n')) b.log.pop_back();
+  std::string log(n, '\0');
+  if (n) check_nvrtc(nvrtcGetProgramLog(prog, &log[0]), "nvrtcGetProgramLog");
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  // The log echoes source lines: their control characters are escaped, the lines kept.
+  b.log = printable_lines(log);
   b.diagnostics = parse_nvrtc_log(b.log);
+  // EDG's own allocation failure ends the compile as an error of the source: it is the limit.
+  if (r == NVRTC_ERROR_COMPILATION &&
+      log.find("catastrophic error: out of memory") != std::string::npos)
+    throw std::bad_alloc();
   if (r == NVRTC_ERROR_COMPILATION) {
     if (b.diagnostics.empty()) b.diagnostics.push_back({0, true, b.log});
     b.compile_ms =

@@ -7,6 +7,7 @@
 // GPU. A new build never replaces a running kernel until it has compiled and loaded.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,9 +61,42 @@ struct LiveBuild {
   std::string lowered_name;  // user_kernel's mangled name
   double compile_ms = 0;
 };
-// Compiles `source` (NVRTC only: works without a GPU). Never throws for a bad source: the
-// result says what is wrong; throws Error(Unavailable) only when NVRTC itself fails.
-LiveBuild live_compile(const std::string& source, const LiveOptions& o);
+// How long, and in how much memory, one compile may run: a few kilobytes of macros or templates
+// can expand for minutes into gigabytes. From the environment: LAB_COMPILE_TIMEOUT_S (seconds,
+// default 30) and LAB_COMPILE_MEMORY_MIB (default 2048); Error(Usage) for a malformed value.
+struct CompileLimits {
+  double timeout_s = 30;
+  uint64_t memory_bytes = uint64_t(2) << 30;  // address space beyond what the binary maps
+};
+CompileLimits compile_limits();
+
+// Compiles `source` (NVRTC only: works without a GPU) in a child process of this executable
+// (`__compile`) under `limits`: a compile that runs past them is killed, and Error(Data) says
+// which ("NAME: compiling took longer than 30 s ..."; `name` is the file, or empty). Never throws
+// for a bad source: the result says what is wrong, an #include of anything but the lab's headers
+// included; throws Error(Usage) for an architecture this NVRTC cannot target (o.arch set, else
+// Unavailable), Error(Unavailable) when NVRTC itself or the child fails.
+LiveBuild live_compile(const std::string& source, const LiveOptions& o,
+                       const std::string& name = "");
+LiveBuild live_compile(const std::string& source, const LiveOptions& o, const std::string& name,
+                       const CompileLimits& limits);
+// The same compile in this process, with no limit: the child's work (tests compare the two).
+// Resolves o.arch with live_arch() first.
+LiveBuild live_compile_in_process(const std::string& source, const LiveOptions& o);
+// The child: one request on `in_fd`, its result on `out_fd`; the process's exit code.
+int live_compile_child_main(int in_fd, int out_fd);
+
+// The SM versions this NVRTC can target (nvrtcGetSupportedArchs), and "" when it can target
+// `arch`, else why not, in words ("NVRTC of this toolkit cannot target sm_50 (it supports
+// sm_75..sm_121)").
+std::vector<int> nvrtc_archs();
+std::string nvrtc_arch_refusal(int arch);
+
+// The headers a live kernel may #include: the lab's own (NVRTC is given them by name and has no
+// include directory, so nothing else can be read from the file system). A refused #include (or
+// __has_include, which opens what it names) is a diagnostic at its line.
+std::vector<std::string> live_includable();
+std::vector<LiveDiagnostic> live_include_refusals(const std::string& source);
 
 // A compiled kernel loaded on the current GPU.
 class LiveKernel {

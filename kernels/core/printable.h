@@ -28,4 +28,27 @@ inline std::string printable(const std::string& s, size_t max = 80) {
   return out;
 }
 
+// Many lines (a compiler's log, which echoes source lines): each as printable() makes it, whole,
+// the line breaks and tabs kept, so that the text stays readable and no byte of it reaches the
+// terminal as a control sequence.
+inline std::string printable_lines(const std::string& s) {
+  std::string out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find('\n', start);
+    if (end == std::string::npos) end = s.size();
+    const std::string line = s.substr(start, end - start);
+    size_t tab = 0, from = 0;
+    while ((tab = line.find('\t', from)) != std::string::npos) {
+      out += printable(line.substr(from, tab - from), std::string::npos) + "\t";
+      from = tab + 1;
+    }
+    out += printable(line.substr(from), std::string::npos);
+    if (end == s.size()) break;
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace lab

@@ -1,4 +1,5 @@
 #include "registry.h"
+#include "printable.h"
 
 // The op list; a test build names another that includes this one and adds an op
 // (tests/toy/toy_ops.def).
@@ -86,7 +87,7 @@ const Op& find_op(const std::string& name) {
     if (op.def.name == name) return op;
     known += (known.empty() ? "" : ", ") + op.def.name;
   }
-  throw Error(ErrorKind::Usage, "unknown stage '" + name + "' (known: " + known + ")");
+  throw Error(ErrorKind::Usage, "unknown stage '" + printable(name) + "' (known: " + known + ")");
 }
 
 }  // namespace lab
