@@ -118,13 +118,13 @@ void apply_param(PipelineConfig& p, const std::string& spec);    // STAGE.NAME=V
 void apply_size(PipelineConfig& p, const std::string& wxh);      // letterbox output size
 
 // The keypoint pipeline's variants of the fastest frames measured on the H200 (BENCHMARKS.md,
-// sixteenth session): letterbox v7 (v6, and a plain gray conversion at scale 1), the fused dense
-// front, topk v12 (which does the front's work itself, in column pairs on large frames, lists its
-// survivors and ranks each within a bucket of scores; nms/v5_fused_front stays for when topk
-// changes) and the fused descriptor head, as STAGE=NAME. Every stage that runs is named, so that
-// a variant added later does not join it by being the last (an op's default when none is named).
-// examples/presets/fastest.json holds the same (a test checks it); the GUI's "fastest" button
-// applies them.
+// "The whole frame"): letterbox v7 (v6, and a plain gray conversion at scale 1), the fused dense
+// front, topk v16 (which does the front's work itself, in column pairs on large frames, lists its
+// survivors and ranks them, each launch started before the one before it ends; nms/v5_fused_front
+// stays for when topk changes) and the fused descriptor head l2norm v5, as STAGE=NAME. Every stage
+// that runs is named, so that a variant added later does not join it by being the last (an op's
+// default when none is named). examples/presets/fastest.json holds the same (a test checks it); the
+// GUI's "fastest" button applies them.
 const std::vector<std::string>& fastest_variants();
 
 }  // namespace lab
