@@ -50,6 +50,17 @@ struct FrameTiming {
   std::string what;  // how it was launched and timed
   double median_us = 0, p95_us = 0;
   DeviceState state_start, state_end;  // source None: not recorded
+
+  FrameTiming() = default;
+  // The state is optional (the callers that build frames from names and figures leave it out).
+  FrameTiming(std::string k, std::string w, double median = 0, double p95 = 0,
+              DeviceState start = {}, DeviceState end = {})
+      : key(std::move(k)),
+        what(std::move(w)),
+        median_us(median),
+        p95_us(p95),
+        state_start(std::move(start)),
+        state_end(std::move(end)) {}
 };
 
 // The table's footer: the device's state at the first row's start and the last row's end, then
