@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -34,6 +35,30 @@ std::string mb(double bytes) {
 }
 std::string pct(double v) {
   return std::isfinite(v) ? fmt("%.1f%%", v) : "-";
+}
+
+nlohmann::json state_json(const DeviceState& a, const DeviceState& b) {
+  nlohmann::json j;
+  for (const StateColumn& c : state_columns(a, b))
+    j[c.name] = c.is_text ? (c.text.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.text))
+                          : num(c.num);
+  j["start"] = a.summary();
+  j["end"] = b.summary();
+  return j;
+}
+
+// State columns after the existing ones: numbers bare (empty when missing), texts quoted.
+void state_csv(std::ostream& out, const DeviceState& a, const DeviceState& b) {
+  for (const StateColumn& c : state_columns(a, b)) {
+    out << ",";
+    if (!c.is_text) {
+      if (std::isfinite(c.num)) out << c.num;
+      continue;
+    }
+    out << '"';
+    for (char ch : c.text) out << (ch == '"' ? "\"\"" : std::string(1, ch));
+    out << '"';
+  }
 }
 
 // A row that times the whole stage: its only launch, or the total of several.
@@ -111,6 +136,25 @@ std::string story_text(const Op& op, const std::vector<BenchRow>& rows) {
   return s;
 }
 
+std::string state_footer(const std::vector<BenchRow>& rows,
+                         const std::vector<FrameTiming>& frames) {
+  std::vector<const DeviceState*> starts, ends;
+  std::vector<std::string> warnings;
+  auto take = [&](const DeviceState& a, const DeviceState& b) {
+    if (a.source == DeviceState::Source::None && a.source_why.empty()) return;  // not recorded
+    starts.push_back(&a), ends.push_back(&b);
+    for (const std::string& w : state_warnings(a, b))
+      if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+  };
+  for (const BenchRow& r : rows) take(r.state_start, r.state_end);
+  for (const FrameTiming& f : frames) take(f.state_start, f.state_end);
+  if (starts.empty()) return "";
+  std::string s = "device state at the first measurement's start: " + starts.front()->summary() +
+                  "\ndevice state at the last measurement's end: " + ends.back()->summary() + "\n";
+  for (const std::string& w : warnings) s += "! " + w + "\n";
+  return s;
+}
+
 void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const BenchOptions& o,
                 double copy_gbs, const std::string& header, const std::vector<FrameTiming>& frames,
                 const std::string& story) {
@@ -123,6 +167,8 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
       j[f.key + "_median_us"] = f.median_us;
       j[f.key + "_p95_us"] = f.p95_us;
       j[f.key + "_what"] = f.what;
+      if (f.state_start.source != DeviceState::Source::None || !f.state_start.source_why.empty())
+        j[f.key + "_state"] = state_json(f.state_start, f.state_end);
     }
     for (const auto& r : rows) {
       j["launches"].push_back({{"stage", r.stage},
@@ -152,7 +198,8 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
                                {"model_bytes", r.model_bytes},
                                {"orin_estimate_us", num(r.orin_estimate_us())},
                                {"noise", num(r.noise)},
-                               {"reps", r.reps}});
+                               {"reps", r.reps},
+                               {"state", state_json(r.state_start, r.state_end)}});
       if (r.has_counters) {
         const CounterValues& c = r.counters;
         nlohmann::json stalls = nlohmann::json::array();
@@ -178,7 +225,9 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
            "local_bytes,blocks_per_sm,occupancy,limiter,orin_occupancy,orin_limiter,model_bytes,"
            "orin_estimate_us,noise,reps,achieved_occupancy_pct,dram_read_bytes,dram_write_bytes,"
            "l2_hit_pct,sm_throughput_pct,mem_throughput_pct,stall1,stall1_per_issue,stall2,"
-           "stall2_per_issue,stall3,stall3_per_issue,in_frame\n";
+           "stall2_per_issue,stall3,stall3_per_issue,in_frame";
+    for (const std::string& n : state_column_names()) out << "," << n;
+    out << "\n";
     for (const auto& r : rows) {
       out << r.stage << "," << r.variant << "," << r.block << "," << r.math << ",\"" << r.kernel
           << "\"," << r.median_us << "," << r.p95_us << "," << r.gbs << "," << r.pct_copy << ","
@@ -201,7 +250,9 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
       } else {
         out << ",,,,,,,,,,,,";
       }
-      out << "," << (r.in_frame ? 1 : 0) << "\n";
+      out << "," << (r.in_frame ? 1 : 0);
+      state_csv(out, r.state_start, r.state_end);
+      out << "\n";
     }
     return;
   }
@@ -254,12 +305,16 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
                     limiter_name(r.rec.est.limiter), 100 * r.rec.orin.occupancy,
                     limiter_name(r.rec.orin.limiter));
     }
-    out << line;
+    std::string text = line;
+    if (!r.state_warnings().empty()) text.insert(text.size() - 1, " !");  // see the footer
+    out << text;
     if (r.has_counters) out << "    " << counters_line(r) << "\n";
   }
   for (const FrameTiming& f : frames)
     out << "pipeline (configured variants), " << f.what << ": median " << fmt("%.2f", f.median_us)
-        << " us, p95 " << fmt("%.2f", f.p95_us) << " us\n";
+        << " us, p95 " << fmt("%.2f", f.p95_us) << " us"
+        << (state_warnings(f.state_start, f.state_end).empty() ? "" : " !") << "\n";
+  out << state_footer(rows, frames);
   if (!story.empty()) out << "\n" << story;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "device_state.h"
 #include "orin.h"
 #include "runner.h"
 
@@ -26,8 +27,14 @@ struct BenchRow {
   LaunchRecord rec;
   bool has_counters = false;  // --counters
   CounterValues counters;
+  // The device's state at the start and end of the row's measurement (measure.h).
+  DeviceState state_start, state_end;
+  std::vector<std::string> state_warnings() const {
+    return lab::state_warnings(state_start, state_end);
+  }
   // The bandwidth-bound estimate on Jetson AGX Orin (orin.h); NaN without a model.
-  double orin_estimate_us() const { return lab::orin_estimate_us(model_bytes); }
+  double orin_gbs = kOrinCopyGBs;  // orin_bandwidth_for: this Orin's EMC clock where read
+  double orin_estimate_us() const { return lab::orin_estimate_us(model_bytes, orin_gbs); }
 };
 
 BenchRow bench_row(const ResolvedStage& s, const std::string& kernel);
@@ -42,7 +49,23 @@ struct FrameTiming {
   std::string key;   // JSON key stem: "frame" (an event pair per launch), "frame_stream", ...
   std::string what;  // how it was launched and timed
   double median_us = 0, p95_us = 0;
+  DeviceState state_start, state_end;  // source None: not recorded
+
+  FrameTiming() = default;
+  // The state is optional (the callers that build frames from names and figures leave it out).
+  FrameTiming(std::string k, std::string w, double median = 0, double p95 = 0,
+              DeviceState start = {}, DeviceState end = {})
+      : key(std::move(k)),
+        what(std::move(w)),
+        median_us(median),
+        p95_us(p95),
+        state_start(std::move(start)),
+        state_end(std::move(end)) {}
 };
+
+// The table's footer: the device's state at the first row's start and the last row's end, then
+// each distinct warning once (its rows are marked "!" at the end of their line).
+std::string state_footer(const std::vector<BenchRow>& rows, const std::vector<FrameTiming>& frames);
 
 // `story`: a playground's lesson, each variant's prediction beside its measurement (table output;
 // JSON gets it as "story"); empty for the image pipeline.

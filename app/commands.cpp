@@ -529,6 +529,7 @@ std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double cop
         if (L.size() == 1) rates(row);
         row.rec = L[n].rec;
         row.library = L[n].rec.func == nullptr;
+        row.state_start = meas.state_start, row.state_end = meas.state_end;
         if (n < cr.report.ranges.size())
           row.counters = cr.report.ranges[n], row.has_counters = true;
         rows.push_back(row);
@@ -537,6 +538,7 @@ std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double cop
         BenchRow row = bench_row(cfg, "");
         row.total = true;
         row.median_us = meas.total.median_us;
+        row.state_start = meas.state_start, row.state_end = meas.state_end;
         row.p95_us = meas.total.p95_us;
         row.noise = meas.total.noise;
         row.reps = meas.total.n;
@@ -582,10 +584,12 @@ std::vector<FrameTiming> bench_frames(Runner& r, const MeasureOptions& m,
       row.in_frame = true;
       row.median_us = l.t.median_us, row.p95_us = l.t.p95_us, row.noise = l.t.noise;
       row.reps = l.t.n, row.rec = l.rec, row.library = l.rec.func == nullptr;
+      row.state_start = meas.state_start, row.state_end = meas.state_end;
       in_frame.push_back(row);
     }
     frames[k].median_us = meas.total.median_us;
     frames[k].p95_us = meas.total.p95_us;
+    frames[k].state_start = meas.state_start, frames[k].state_end = meas.state_end;
     if (meas.clock.moved())
       notes.push_back("pipeline (" + frames[k].key + "): " + meas.clock.note());
   }
@@ -625,7 +629,9 @@ std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
     const std::vector<HostImage>& frames_in = cycle.empty() ? inputs : cycle;
     r.set_input(frames_in[0]);
     std::vector<double> wall, up, stage, gpu;
+    DeviceState state_start;
     for (int k = 0; k < warmup + reps; ++k) {
+      if (k == warmup) state_start = read_device_state();
       const HostImage& next = frames_in[size_t(k + 1) % frames_in.size()];
       const auto t0 = std::chrono::steady_clock::now();
       if (u.mode < 0)
@@ -662,7 +668,8 @@ std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
     if (u.mode == 1)
       what += "; " + fmt("%.1f", 100 * (med / std::max(median(up), median(gpu)) - 1)) +
               " % over max(upload, GPU frame)";
-    frames.push_back({u.key, what, med, percentile(wall, 95)});
+    frames.push_back(
+        {u.key, what, med, percentile(wall, 95), std::move(state_start), read_device_state()});
   }
   r.set_upload_mode(configured_upload);
   r.set_per_launch_timing(true);
@@ -710,6 +717,7 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
   }
   const MeasureOptions& m = o.measure;
   const double copy_gbs = measure_copy_bandwidth();
+  const OrinBandwidth orin = orin_bandwidth_for(read_device_state());
   std::ostringstream header;
   header << device_line(r.backend()) << "\ninput: " << s->describe() << "; warm-up " << m.warmup
          << ", median of "
@@ -728,11 +736,12 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
          << fmt("%.1f", copy_gbs)
          << " GB/s (%copy); %cp=sz: against a copy of the stage's own bytes, measured likewise; "
             "Orin: the bytes model over "
-         << fmt("%.0f", kOrinCopyGBs) << " GB/s (AGX Orin's measured copy), an estimate\n";
+         << fmt("%.1f", orin.gbs) << " GB/s, an estimate (" << orin.how << ")\n";
 
   r.run();
   std::vector<std::string> notes;
   std::vector<BenchRow> rows = bench_stages(*s, o, copy_gbs, counters.get(), notes);
+  for (BenchRow& row : rows) row.orin_gbs = orin.gbs;
   if (s->lab) {  // a playground: its rows against the ceiling, and its story; no frames
     const ResolvedStage& st = r.stages()[0];
     std::vector<ImageDesc> in;
@@ -749,7 +758,7 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
   std::vector<FrameTiming> frames = bench_frames(r, m, notes, in_frame);
   for (FrameTiming& f : bench_uploads(*s, o)) frames.push_back(std::move(f));
   for (const std::string& n : notes) header << "note: " << n << "\n";
-  for (BenchRow& row : in_frame) rows.push_back(std::move(row));
+  for (BenchRow& row : in_frame) row.orin_gbs = orin.gbs, rows.push_back(std::move(row));
   write_report(o, rows, copy_gbs, header.str(), frames, "");
   return 0;
 }

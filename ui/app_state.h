@@ -113,6 +113,8 @@ struct FrameResult {
   bool counted = false;   // hardware counters were collected (counters)
   CounterRun counters;    // per launch of this frame, or the reason they are unavailable
   double job_ms = 0;      // the whole engine job on the worker thread (host wall clock)
+  // The device's state beside the timed run (StateSampler's cached snapshot, a few per second).
+  DeviceState state_start, state_end;
   int sweep_stage = -1;
   std::vector<SweepPoint> sweep;
   bool compared = false;
@@ -150,6 +152,7 @@ struct JobInput {
   std::optional<AbRequest> ab;           // run an A/B compare after the frame
   MeasureOptions measure;                // how the frame is timed: as bench times it
   CounterCollector* counters = nullptr;  // collect hardware counters after the timed run
+  StateSampler* sampler = nullptr;       // the device's state beside the timed run
   bool simulate_fault = false;  // tests: throw a sticky CUDA error, as a faulting kernel would
   // LAB_TRACE_RECOVERY: the first frame after a GPU fault says when each of its steps ended
   // (milliseconds since the fault), to find what the driver holds back.
@@ -218,6 +221,8 @@ struct UiState {
   // Costs that are real but not a kernel's, each on its own row: the upload's copy (GPU) and
   // staging copy (host), the host's enqueue, interop map and unmap, the GL sync ending a frame.
   std::vector<float> upload_dma_ms, staging_ms, enqueue_ms, map_ms, unmap_ms, gl_sync_ms;
+  // The device's state when the current timing histories began and at the newest frame.
+  DeviceState timings_start, timings_end;
   bool cold_l2 = false;                     // time with the L2 flushed before each frame
   bool counters_requested = false;          // "measure counters": the next job collects them
   CounterRun counters;                      // the last collection (by launch), or why none
@@ -328,6 +333,9 @@ struct GuiApp {
   uint64_t result_gen = 0;  // counts the job results applied: the viewport re-uploads on change
   std::string uploaded;     // what the viewport texture holds (result, view, colormap, range)
   double copy_gbs = 0;      // device copy bandwidth, measured at start (GPU)
+  // The device's state, read a few times a second (not every frame) for the Device panel's
+  // plots and beside each engine job's timed run.
+  std::unique_ptr<StateSampler> sampler = std::make_unique<StateSampler>();
   std::unique_ptr<CounterCollector> counters;  // CUPTI, made on the first "measure counters"
   // The last frame sent to the engine (a live kernel's trial runs on it), and one to send again
   // after a GPU reset (a still image is captured once).

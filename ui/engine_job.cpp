@@ -99,6 +99,8 @@ void engine_frame(GuiApp& app, bool wait) {
           push_history(app.ui.launch_us[r.stage_names[l.stage] + "/" + l.kernel], 1e3f * l.ms);
       // The frame as bench's "frame" row times it: first launch's start to last launch's end
       // (or the graph between its event pair).
+      if (app.ui.pipeline_ms.empty()) app.ui.timings_start = r.state_start;  // a new history
+      app.ui.timings_end = r.state_end;
       push_history(app.ui.pipeline_ms, float(r.frame_ms));
       if (r.lab)  // the playground's step table
         push_history(app.ui.lab_ms[r.lab_variant][r.lab_config], float(r.frame_ms));
@@ -131,6 +133,7 @@ void engine_frame(GuiApp& app, bool wait) {
   }
   if (app.job.valid() || app.gpu_lost || app.quit) return;
   JobInput in;
+  in.sampler = app.sampler.get();
   const Op* lab = playground_of(app.ui.pipeline);
   io::Frame f;
   // A playground computes on its generated inputs: camera frames are left in the mailbox.
@@ -269,7 +272,9 @@ FrameResult run_job(Runner& r, JobInput in) {
     if (!in.measure.cold_l2 && r.backend() == Backend::Cuda) r.run(), trace("untimed run");
     // Timed exactly as bench times a frame (measure.h): behind the queue-ahead delay, so that
     // each launch's event pair holds the kernel alone, not the host's launch latency.
+    if (in.sampler) out.state_start = in.sampler->current();
     timed_run(r, in.measure);
+    if (in.sampler) out.state_end = in.sampler->current();
     trace("timed run");
     out.enqueue_ms = r.enqueue_ms();
     out.cold_l2 = in.measure.cold_l2;

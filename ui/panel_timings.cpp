@@ -136,6 +136,24 @@ void draw_timings_panel(GuiApp& app) {
     ImGui::End();
     return;
   }
+  // The state these timings were taken in: at the start of the histories and at the newest frame.
+  const OrinBandwidth orin = orin_bandwidth_for(ui.timings_end);
+  const std::vector<std::string> warnings = state_warnings(ui.timings_start, ui.timings_end);
+  if (ui.timings_end.source != DeviceState::Source::None || !ui.timings_end.source_why.empty()) {
+    ImGui::TextWrapped("device: %s", ui.timings_end.summary().c_str());
+    tip(("the device's state beside the newest frame's timed run (read a few times a second, not "
+         "every frame: NVML on a discrete GPU, sysfs on a Jetson; the Device panel has the "
+         "details). When these histories began: " +
+         ui.timings_start.summary())
+            .c_str());
+    for (const std::string& w : warnings) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.6f, 0.2f, 1.0f));
+      ImGui::TextWrapped("! %s", w.c_str());
+      ImGui::PopStyleColor();
+      tip("between the start of these histories and the newest frame; the rows marked ! were "
+          "timed in this state");
+    }
+  }
   const bool counted = ui.counters.report.ok;
   const int cols = counted ? 13 : 8;
   if (ImGui::BeginTable("launches", cols,
@@ -165,7 +183,10 @@ void draw_timings_panel(GuiApp& app) {
         if (key.rfind(stage + "/", 0) != 0) continue;
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(key.c_str());
+        ImGui::TextUnformatted(warnings.empty() ? key.c_str() : (key + " !").c_str());
+        if (!warnings.empty())
+          tip("timed while the device's state moved or was throttled: see the "
+              "lines above the table");
         ImGui::TableNextColumn();
         const double med = median_of(hist);
         ImGui::Text("%.2f", med);
@@ -238,15 +259,14 @@ void draw_timings_panel(GuiApp& app) {
             "write, measured at start)");
       }
       ImGui::TableNextColumn();
-      ImGui::Text("%.1f", orin_estimate_us(app.view.stage_bytes[i]));
+      ImGui::Text("%.1f", orin_estimate_us(app.view.stage_bytes[i], orin.gbs));
       {
-        char why[400];
+        char why[700];
         std::snprintf(why, sizeof why,
                       "an estimate, not a measurement: the stage's bytes model (%.2f MB, each "
-                      "input read once and each output written once) over %.0f GB/s, the device "
-                      "copy bandwidth measured on a Jetson AGX Orin 64GB at MAXN. Orin is "
-                      "bandwidth-bound, so fewer bytes (fusion) is what makes it faster there",
-                      app.view.stage_bytes[i] / 1e6, kOrinCopyGBs);
+                      "input read once and each output written once) over %.1f GB/s: %s. Orin "
+                      "is bandwidth-bound, so fewer bytes (fusion) is what makes it faster there",
+                      app.view.stage_bytes[i] / 1e6, orin.gbs, orin.how.c_str());
         tip(why);
       }
       if (counted) {

@@ -53,6 +53,8 @@ DeviceInfo query() {
   d.clock_khz = attr(cudaDevAttrClockRate);
   d.mem_clock_khz = attr(cudaDevAttrMemoryClockRate);
   d.mem_bus_bits = attr(cudaDevAttrGlobalMemoryBusWidth);
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, d.index) == cudaSuccess) d.pci_bus_id = bus;
   cudaDriverGetVersion(&d.driver_version);
   cudaRuntimeGetVersion(&d.runtime_version);
   cudaGetLastError();

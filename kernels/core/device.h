@@ -20,6 +20,7 @@ struct DeviceInfo {
   size_t smem_per_block_optin = 48 * 1024;  // with cudaFuncAttributeMaxDynamicSharedMemorySize
   int clock_khz = 0, mem_clock_khz = 0, mem_bus_bits = 0;
   int driver_version = 0, runtime_version = 0;
+  std::string pci_bus_id;  // "0000:8a:00.0" (cudaDeviceGetPCIBusId): NVML's handle for it
 
   std::string arch() const { return "sm_" + std::to_string(major * 10 + minor); }
   // Theoretical DRAM bandwidth from the memory clock and bus (0 when unknown).

@@ -203,6 +203,8 @@ Ladder run_ladder(Runner& r, size_t i, const LadderSpec& spec, const MeasureOpti
         LadderStep s = measure_step(r, i, configs[k], m, counters, copy);
         if (s.meas.clock.moved())
           l.notes.push_back(configs[k].label() + ": " + s.meas.clock.note());
+        for (const std::string& w : s.meas.state_warnings())
+          if (std::find(l.notes.begin(), l.notes.end(), w) == l.notes.end()) l.notes.push_back(w);
         l.steps.push_back(std::move(s));
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::Refused) throw;
@@ -230,6 +232,12 @@ nlohmann::json num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
+std::string csv_text(const std::string& t) {
+  std::string q = "\"";
+  for (char ch : t) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
 std::string csv_num(double v) {
   if (!std::isfinite(v)) return "";
   char buf[32];
@@ -243,7 +251,9 @@ std::string ladder_csv(const Ladder& l) {
   std::ostringstream out;
   out << "op,variant,block,math,median_us,p95_us,noise,reps,pct_ceiling,gbs,gflops,model_bytes,"
          "model_flops,regs,smem_bytes,local_bytes,theoretical_occupancy,achieved_occupancy,"
-         "dram_bytes,measured_flops\n";
+         "dram_bytes,measured_flops";
+  for (const std::string& n : state_column_names()) out << "," << n;  // the state, last
+  out << "\n";
   for (const LadderStep& s : l.steps) {
     out << l.op << "," << s.cfg.variant_def().name << "," << s.cfg.block.str() << ","
         << math_name(s.cfg.math) << "," << csv_num(s.median_us()) << ","
@@ -252,7 +262,10 @@ std::string ladder_csv(const Ladder& l) {
         << csv_num(s.gflops()) << "," << csv_num(s.model_bytes) << "," << csv_num(s.flops) << ","
         << s.regs() << "," << s.smem() << "," << s.local_bytes() << ","
         << csv_num(s.theoretical_occupancy()) << "," << csv_num(s.achieved_occupancy()) << ","
-        << csv_num(s.dram_bytes()) << "," << csv_num(s.measured_flops()) << "\n";
+        << csv_num(s.dram_bytes()) << "," << csv_num(s.measured_flops());
+    for (const StateColumn& c : state_columns(s.meas.state_start, s.meas.state_end))
+      out << "," << (c.is_text ? csv_text(c.text) : csv_num(c.num));
+    out << "\n";
   }
   return out.str();
 }
@@ -289,6 +302,13 @@ std::string ladder_json(const Ladder& l) {
                           {"achieved_occupancy", num(s.achieved_occupancy())},
                           {"dram_bytes", num(s.dram_bytes())},
                           {"measured_flops", num(s.measured_flops())}});
+    nlohmann::json st;
+    for (const StateColumn& c : state_columns(s.meas.state_start, s.meas.state_end))
+      st[c.name] = c.is_text ? (c.text.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.text))
+                             : num(c.num);
+    st["start"] = s.meas.state_start.summary();
+    st["end"] = s.meas.state_end.summary();
+    j["steps"].back()["state"] = st;
   }
   return j.dump(2) + "\n";
 }

@@ -63,6 +63,13 @@ double clock_now(Runner& r) {
   return r.backend() == Backend::Cuda ? measure_sm_clock_mhz(r.stream()) : NAN;
 }
 
+// Read outside the timed runs (NVML or sysfs: well under a millisecond, host only).
+DeviceState state_now(Runner& r) {
+  return r.backend() == Backend::Cuda
+             ? read_device_state()
+             : unavailable_state("CPU references: no GPU ran, its state is not recorded");
+}
+
 // Timed runs of `one` (which appends each run's total to `total`) until the count, or the noise
 // target, is reached.
 template <typename Run>
@@ -101,6 +108,7 @@ Measurement finish(const std::vector<LaunchRecord>& recs,
 
 Measurement measure_stage(Runner& r, size_t i, const ResolvedStage& cfg, const MeasureOptions& o) {
   for (int w = 0; w < o.warmup; ++w) r.run_stage(i, &cfg);
+  DeviceState state_start = state_now(r);
   const double before = clock_now(r);
   std::vector<LaunchRecord> recs;
   std::vector<std::vector<double>> per_launch;
@@ -112,6 +120,8 @@ Measurement measure_stage(Runner& r, size_t i, const ResolvedStage& cfg, const M
   });
   Measurement m = finish(recs, per_launch, total);
   m.clock = {before, clock_now(r)};
+  m.state_start = std::move(state_start);
+  m.state_end = state_now(r);
   return m;
 }
 
@@ -122,6 +132,7 @@ Measurement measure_frame(Runner& r, FrameMode mode, const MeasureOptions& o) {
   Measurement m;
   try {
     for (int w = 0; w < o.warmup; ++w) r.run();
+    DeviceState state_start = state_now(r);
     const double before = clock_now(r);
     std::vector<LaunchRecord> recs;
     std::vector<std::vector<double>> per_launch;
@@ -134,6 +145,8 @@ Measurement measure_frame(Runner& r, FrameMode mode, const MeasureOptions& o) {
     m = finish(recs, per_launch, total);
     if (mode != FrameMode::PerLaunch) m.launches.clear();  // no per-launch times exist
     m.clock = {before, clock_now(r)};
+    m.state_start = std::move(state_start);
+    m.state_end = state_now(r);
   } catch (...) {
     r.set_graph(graph);
     r.set_per_launch_timing(per_launch_timing);

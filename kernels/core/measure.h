@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "device_state.h"
 #include "runner.h"
 
 namespace lab {
@@ -60,7 +61,14 @@ struct Measurement {
   std::vector<LaunchTiming> launches;  // per launch, in launch order (empty in a graph)
   Timing total;                        // the stage's launches together, or the frame
   ClockDrift clock;
+  // The device's state just before the first timed run and just after the last (clocks, power,
+  // temperature, throttling; device_state.h): every figure carries the state it was taken in.
+  DeviceState state_start, state_end;
   int reps = 0;  // timed runs made
+  // state_warnings(state_start, state_end): what moved or slowed the clocks, and what to do.
+  std::vector<std::string> state_warnings() const {
+    return lab::state_warnings(state_start, state_end);
+  }
 };
 
 // Stage i with `cfg`: warm-up, then timed runs until reps (or the noise target). Throws
