@@ -199,6 +199,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
                                {"orin_estimate_us", num(r.orin_estimate_us())},
                                {"noise", num(r.noise)},
                                {"reps", r.reps},
+                               {"runs", r.rec.runs},
                                {"state", state_json(r.state_start, r.state_end)}});
       if (r.has_counters) {
         const CounterValues& c = r.counters;
@@ -227,7 +228,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
            "l2_hit_pct,sm_throughput_pct,mem_throughput_pct,stall1,stall1_per_issue,stall2,"
            "stall2_per_issue,stall3,stall3_per_issue,in_frame";
     for (const std::string& n : state_column_names()) out << "," << n;
-    out << "\n";
+    out << ",runs\n";
     for (const auto& r : rows) {
       out << r.stage << "," << r.variant << "," << r.block << "," << r.math << ",\"" << r.kernel
           << "\"," << r.median_us << "," << r.p95_us << "," << r.gbs << "," << r.pct_copy << ","
@@ -252,7 +253,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
       }
       out << "," << (r.in_frame ? 1 : 0);
       state_csv(out, r.state_start, r.state_end);
-      out << "\n";
+      out << ",\"" << r.rec.runs << "\"\n";
     }
     return;
   }
@@ -267,6 +268,7 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
       "orin_lim");
   out << line;
   bool frame_heading = false;
+  std::string last_runs;
   for (const auto& r : rows) {
     if (r.in_frame && !frame_heading) {
       frame_heading = true;
@@ -309,6 +311,11 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
     if (!r.state_warnings().empty()) text.insert(text.size() - 1, " !");  // see the footer
     out << text;
     if (r.has_counters) out << "    " << counters_line(r) << "\n";
+    // Once per stage and configuration: its launches all carry it.
+    const std::string runs_key = r.stage + r.variant + r.block + r.math + r.rec.runs;
+    if (!r.rec.runs.empty() && runs_key != last_runs)
+      out << "    runs " << r.rec.runs << " (this step's own code does not run here)\n";
+    last_runs = runs_key;
   }
   for (const FrameTiming& f : frames)
     out << "pipeline (configured variants), " << f.what << ": median " << fmt("%.2f", f.median_us)

@@ -319,7 +319,8 @@ int cmd_list(const ListOptions& o) {
                                  {"fuses", v.fuses},
                                  {"inputs", v.inputs.empty() ? op.def.inputs : v.inputs},
                                  {"outputs", v.outputs.empty() ? op.def.outputs : v.outputs},
-                                 {"approx", v.approx}});
+                                 {"approx", v.approx},
+                                 {"runs_when", v.runs_when}});
       }
       if (op.def.lab_inputs)
         e["playground"] = {{"story", op.def.story},
@@ -363,6 +364,8 @@ int cmd_list(const ListOptions& o) {
                                                                                 : "")
                 << "\n";
       if (!vd.expect.empty()) std::cout << "      expect: " << vd.expect << "\n";
+      if (!vd.runs_when.empty())
+        std::cout << "      runs another step's code: " << vd.runs_when << "\n";
       if (!vd.fuses.empty() || !vd.inputs.empty() || !vd.outputs.empty()) {
         std::string fuses, in, out;
         for (const auto& s : vd.fuses) fuses += (fuses.empty() ? "" : ", ") + s;
@@ -458,6 +461,7 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o) {
                   std::isinf(d.psnr) ? "inf" : fmt("%.1f", d.psnr).c_str(), d.over,
                   bad_pixel(d).c_str(), d.limit, d.pass() ? "ok" : "FAIL",
                   detail.empty() ? "" : "  ", detail.c_str());
+      if (!res.runs().empty()) std::printf("%-10s   runs %s\n", "", res.runs().c_str());
     });
   }
   std::printf("%d of %d configurations within tolerance%s%s\n", total - failed, total,
@@ -537,6 +541,7 @@ std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double cop
       if (L.size() > 1) {
         BenchRow row = bench_row(cfg, "");
         row.total = true;
+        row.rec.runs = L.front().rec.runs;
         row.median_us = meas.total.median_us;
         row.state_start = meas.state_start, row.state_end = meas.state_end;
         row.p95_us = meas.total.p95_us;

@@ -125,15 +125,12 @@ want topk && {  # the exact top-K on real images (issue 16): checked, under ever
   done
   # the select's refinement (plateaus, ties over its buffer) and K past its cap
   step "$san" --tool memcheck --error-exitcode 99 "$here/bin/lab_tests" --test-suite=gpu -tc="topk at scale*"
-  for v in v4_compact_select v5_one_launch v6_in_flight v7_binned_rank v8_shared_select v9_listed_front v10_counted_rank v11_pair_front v12_bucketed_count v13_letterboxed_front v14_selected_once v15_split_front v16_overlapped; do
+  for v in v4_compact_select v5_one_launch v6_in_flight v7_binned_rank v8_shared_select v9_listed_front v10_counted_rank v11_pair_front v12_bucketed_count v14_selected_once v15_split_front v16_overlapped; do
     step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$LAB_DATA_DIR/brick.png" --variant topk=$v
   done
   # v11's pair front runs from 3200x1800 up (v5's below), nms v6's at every size
   step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/graf1.png" --size 3833x2157 --variant topk=v11_pair_front
   step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/graf1.png" --size 3833x2157 --variant topk=v12_bucketed_count
-  # v13's own front at scale 1: a 4K photo into 4K, and with 17 pad rows; BGRA at its own size
-  step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/pier_4k.jpg" --size 3840x2177 --variant topk=v13_letterboxed_front
-  step "$san" --tool memcheck --error-exitcode 99 "$lab" run --frames 1 --input "$LAB_DATA_DIR/chessboard.png" --size 3595x3723 --variant topk=v13_letterboxed_front
   step "$san" --tool memcheck --error-exitcode 99 "$lab" run --frames 2 --input "$LAB_DATA_DIR/graf1.png" --size 3833x2157 --variant nms=v6_front_pairs
   # v14's candidates selected once past the cap: the 4K photo's 32,140 survivors
   for tool in memcheck racecheck synccheck; do

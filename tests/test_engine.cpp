@@ -1,6 +1,8 @@
 // The engine's pieces on the CPU: registry invariants, parameters, pipeline overrides, block
 // refusals, diff statistics, percentiles, and the runner's CPU backend.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
 
@@ -59,6 +61,7 @@ TEST_SUITE("cpu") {
         CHECK((op.fast_launch[v] != nullptr));
         CHECK((vd.launch != op.fast_launch[v]));  // really two compilations
         CHECK(!vd.delta.empty());
+        CHECK(vd.delta.size() <= 100);  // one line: the step's technique, not its history
         // A fused variant reads slots written earlier and replaces earlier ops; slots of its
         // own are the op's first, then slots earlier ops write, with a shape rule for them.
         for (const std::string& in : vd.inputs)
@@ -84,6 +87,34 @@ TEST_SUITE("cpu") {
       }
     }
     CHECK_THROWS_AS(find_op("nope"), Error);
+  }
+
+  TEST_CASE("every op file opens with a header of at most 40 lines; runs_when names a step") {
+    // The header says what the op computes and how its ladder climbs; the steps' details live
+    // in their one-line deltas. Counted to the first line that is not a comment.
+    const std::filesystem::path src = std::filesystem::path(data_path("")) / ".." / "..";
+    size_t files = 0;
+    for (const char* dir : {"kernels/ops", "kernels/lab"})
+      for (const auto& e : std::filesystem::directory_iterator(src / dir)) {
+        if (e.path().extension() != ".cu") continue;
+        std::ifstream f(e.path());
+        std::string line;
+        int header = 0;
+        while (std::getline(f, line) && line.rfind("//", 0) == 0) ++header;
+        INFO(e.path().string());
+        CHECK(header <= 40);
+        ++files;
+      }
+    CHECK(files >= 15);
+    for (const Op& op : registry())
+      for (const VariantDef& v : op.def.variants) {
+        if (v.runs_when.empty()) continue;
+        INFO(op.def.name << "/" << v.name << ": " << v.runs_when);
+        bool names_step = false;  // "where: vN_name", each name a step of the same op
+        for (const VariantDef& o : op.def.variants)
+          names_step |= o.name != v.name && v.runs_when.find(": " + o.name) != std::string::npos;
+        CHECK(names_step);
+      }
   }
 
   TEST_CASE("registry: ops.def gives the pipelines, the live stages and the sweeps' sizes") {

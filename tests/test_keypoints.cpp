@@ -116,12 +116,10 @@ void for_each_config(bool gpu, const std::string& op,
     }
 }
 
-// topk's variants that do the dense front's work too (their input is the letterbox plane; v13's
-// the frame, letterbox's work done in the front at scale 1).
+// topk's variants that do the dense front's work too (their input is the letterbox plane).
 const std::vector<std::string> kListed = {
-    "v9_listed_front",       "v10_counted_rank",  "v11_pair_front",  "v12_bucketed_count",
-    "v13_letterboxed_front", "v14_selected_once", "v15_split_front", "v16_overlapped"};
-const std::string kFrameFront = "v13_letterboxed_front";
+    "v9_listed_front",   "v10_counted_rank", "v11_pair_front", "v12_bucketed_count",
+    "v14_selected_once", "v15_split_front",  "v16_overlapped"};
 bool listed(const std::string& v) {
   return std::count(kListed.begin(), kListed.end(), v) > 0;
 }
@@ -439,18 +437,16 @@ void listed_front_cpu_case(const std::string& file, const std::string& size) {
         CHECK(one->skipped(i));
         CHECK(one->fused_into(i) == "topk/" + v);
       }
-      CHECK(one->skipped(0) == (v == kFrameFront));  // v13 does letterbox's work too
-      CHECK(one->fused_into(0) == (v == kFrameFront ? "topk/" + v : ""));
+      CHECK_FALSE(one->skipped(0));
+      CHECK(one->fused_into(0).empty());
       CHECK_FALSE(one->skipped(kTopk));
       CHECK(one->stages()[kTopk].outputs() == std::vector<std::string>{"keypoints", "nms", "blur"});
       for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
         CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), std::string(slot));
-      // The bytes model: the letterbox plane read (v13: the frame); the keypoints, the map and
-      // blur written.
+      // The bytes model: the letterbox plane read; the keypoints, the map and blur written.
       const double plane = double(five->read_slot("nms").desc().bytes());
       const double kps = double(five->read_slot("keypoints").desc().bytes());
-      const double read = v == kFrameFront ? double(in.desc().bytes()) : plane;
-      CHECK(one->stage_bytes(kTopk) == read + 2 * plane + kps);
+      CHECK(one->stage_bytes(kTopk) == 3 * plane + kps);
       const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
       CHECK_MESSAGE(d.pass(), d.detail());
       CHECK(d.max_abs == 0);
@@ -632,8 +628,7 @@ TEST_SUITE("cpu") {
     listed_front_cpu_case("box_in_scene.png", "320x184");
     listed_front_cpu_case("graf1.png", "101x57");
     listed_front_cpu_case("graf1.png", "7x5");
-    listed_front_cpu_case("box_in_scene.png", "512x384");  // scale 1: v13's own path on a GPU
-    listed_front_cpu_case("box_in_scene.png", "512x401");  // scale 1 with 17 pad rows
+    listed_front_cpu_case("box_in_scene.png", "512x401");  // 17 pad rows
   }
   TEST_CASE("fused dense front: its comparison passes near ties, fails genuine mismatches") {
     fused_front_compare_cases();
@@ -778,76 +773,11 @@ TEST_SUITE("gpu") {
       }
   }
 
-  LAB_GPU_CASE(
-      "topk v13 (the letterbox in the front) gives letterbox v7 and v12's bytes at scale 1, with "
-      "pad rows or none; elsewhere v7 then v12; every block and math mode, real images") {
-    // Scale 1 (the frame converted in the front): W x H, and W x (H + 17) (8 pad rows above, 9
-    // below: edge-path blocks in the middle of the plane). Not (letterbox v7, then v12): pad
-    // columns, (W + 7) x H, and a resize, (W + 2) x (H + 3). Gray, BGR, BGRA, a real 4K photo
-    // and synthetic frames of odd and tiny sizes (every block an edge block).
-    const Op& topk = find_op("topk");
-    const VariantDef& v13 = topk.def.variants.at(size_t(topk.find_variant(kFrameFront)));
-    std::vector<std::pair<std::string, HostImage>> inputs;
-    for (const std::string file :
-         {"box_in_scene.png", "graf1.png", "coffee.png", "chessboard.png", "pier_4k.jpg"})
-      inputs.emplace_back(file, io::load_image(data_path(file)));
-    for (const auto& [w, h] :
-         std::vector<std::pair<int, int>>{{1001, 333}, {64, 48}, {40, 7}, {1, 1}})
-      inputs.emplace_back("synthetic", io::synthetic_frame(w, h));
-    auto wxh = [](int a, int b) { return std::to_string(a) + "x" + std::to_string(b); };
-    for (const auto& input : inputs) {  // not a structured binding: INFO captures these
-      const std::string& name = input.first;
-      const HostImage& in = input.second;
-      const int w = in.desc().width, h = in.desc().height, c = in.desc().channels;
-      const bool big = size_t(w) * h > 4000000;
-      for (const std::string& size :
-           {wxh(w, h), wxh(w, h + 17), wxh(w + 7, h), wxh(w + 2, h + 3)}) {
-        const bool folds = size == wxh(w, h) || size == wxh(w, h + 17);
-        bool compared = false;
-        for (const std::string math : {"precise", "fast"})
-          for (const Block& b : v13.blocks) {
-            if (big && b.x != 64 && b.x != 256) continue;  // 13 Mpx and 8 Mpx: two blocks of four
-            INFO(name << " " << w << "x" << h << "x" << c << " -> " << size << " " << math
-                      << " block " << b.str());
-            const std::vector<std::string> block = {"topk=" + b.str()};
-            const auto twelve =
-                run_pipeline(Backend::Cuda, in, size, {"topk=v12_bucketed_count"}, {}, math, block);
-            const auto one =
-                run_pipeline(Backend::Cuda, in, size, {"topk=" + kFrameFront}, {}, math, block);
-            CHECK(one->fused_into(0) == "topk/" + kFrameFront);
-            for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-              CHECK_MESSAGE(same_bytes(twelve->read_slot(slot), one->read_slot(slot)),
-                            std::string(slot));
-            bool frame_front = false, letterbox = false;
-            for (const LaunchRecord& l : one->launches()) {
-              frame_front |= l.kernel == "topk_frame_front_listed<" + std::to_string(c) + ">";
-              letterbox |= l.kernel.rfind("letterbox_", 0) == 0;
-            }
-            CHECK(frame_front == folds);
-            CHECK(letterbox == !folds);
-            if (compared || big || math != "precise") continue;
-            const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
-            CHECK_MESSAGE(d.pass(), d.detail());
-            MESSAGE(name << " -> " << size << ": v13 vs the CPU chain: " << d.detail());
-            compared = true;
-          }
-      }
-    }
-    // The real 4K photo at 4K against the CPU chain, once; and its survivors.
-    const HostImage pier = io::load_image(data_path("pier_4k.jpg"));
-    const auto one = run_pipeline(Backend::Cuda, pier, "3840x2160", {"topk=" + kFrameFront});
-    const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
-    CHECK_MESSAGE(d.pass(), d.detail());
-    const size_t survivors = survivors_in(one->read_slot("nms"));
-    MESSAGE("pier_4k.jpg -> 3840x2160: " << survivors
-                                         << " survivors; vs the CPU chain: " << d.detail());
-  }
-
   LAB_GPU_CASE("topk v12 on thousands of tied corners: one bucket, told apart by the index") {
     // Checkerboards of 22, 24 and 26-pixel squares at 1280x736 (scale 1, no resampling): each
     // inner corner leaves 4 survivors, and thousands of them share one score bit for bit (on the
     // CPU: 7,656, 6,360 and 5,488 survivors, 2,871, 2,385 and 2,058 of the top score), so they
-    // fall in one bucket, more than kV12MinBuckets in all (the bucketed path, not v10's count,
+    // fall in one bucket, more than kMinBucketedKeys in all (the bucketed path, not v10's count,
     // nor v9's past 8,192), and only the index bits order them.
     for (int square : {22, 24, 26}) {
       INFO("square " << square);
@@ -1062,8 +992,8 @@ TEST_SUITE("gpu") {
     for (const std::string topk :
          {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch", "v6_in_flight",
           "v7_binned_rank", "v8_shared_select", "v9_listed_front", "v10_counted_rank",
-          "v11_pair_front", "v12_bucketed_count", "v13_letterboxed_front", "v14_selected_once",
-          "v15_split_front", "v16_overlapped"}) {
+          "v11_pair_front", "v12_bucketed_count", "v14_selected_once", "v15_split_front",
+          "v16_overlapped"}) {
       INFO(topk);
       PipelineConfig p = default_pipeline();
       apply_variant(p, "topk=" + topk);

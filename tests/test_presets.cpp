@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "presets.h"
 #include "support.h"
 
@@ -30,7 +32,6 @@ TEST_SUITE("cpu") {
 
     for (const char* bad :
          {"{", "[]", "{\"schema\": 1}", "{\"schema\": 1, \"pipeline\": [{\"op\": \"nope\"}]}",
-          "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"variant\": \"v9\"}]}",
           "{\"schema\": 1, \"pipeline\": [{\"op\": \"blur\", \"block\": \"64x32\"}]}"}) {
       INFO(std::string(bad));
       const PresetLoad r = preset_from_json(bad);
@@ -60,6 +61,76 @@ TEST_SUITE("cpu") {
     CHECK(load_preset(f.string()).warning.empty());
     fs::remove(f);
     CHECK(load_preset(f.string()).warning.find("no preset") != std::string::npos);
+  }
+
+  TEST_CASE(
+      "presets: a retired variant becomes its successor, an unknown one the default; the "
+      "rest is kept") {
+    // Every entry names a variant its op no longer has, a successor it has, and a commit.
+    for (const RetiredVariant& r : retired_variants()) {
+      INFO(r.op << "/" << r.name);
+      const Op& op = find_op(r.op);
+      CHECK(op.find_variant(r.name) < 0);
+      REQUIRE(successor_of(r.op, r.name) != nullptr);
+      CHECK(op.find_variant(successor_of(r.op, r.name)) >= 0);
+      CHECK(std::string(r.last_commit).size() >= 7);
+      CHECK(std::string(r.last_commit).find_first_not_of("0123456789abcdef") == std::string::npos);
+    }
+    CHECK(successor_of("topk", "v12_bucketed_count") == nullptr);
+    CHECK(successor_of("blur", "v13_letterboxed_front") == nullptr);  // another op's name
+
+    PipelineConfig p = default_pipeline();
+    apply_variant(p, "blur=v3_smem_tile");
+    apply_block(p, "blur=16x16");
+    apply_param(p, "harris.k=0.06");
+    apply_param(p, "topk.k=300");
+    apply_block(p, "topk=128x1");
+    const nlohmann::json saved = nlohmann::json::parse(preset_to_json(p));
+    REQUIRE(saved["pipeline"][5]["op"] == "topk");
+    // Saved by a build that still had the variant; with it, a block the successor may refuse.
+    auto with = [&](const std::string& topk_variant, const std::string& block) {
+      nlohmann::json j = saved;
+      j["pipeline"][5]["variant"] = topk_variant;
+      if (!block.empty()) j["pipeline"][5]["block"] = block;
+      return j.dump(2);
+    };
+    const PresetLoad retired = preset_from_json(with("v13_letterboxed_front", ""));
+    MESSAGE(retired.warning);
+    CHECK(retired.warning ==
+          "topk: v13_letterboxed_front was retired, v12_bucketed_count runs instead");
+    const StageConfig& topk = retired.pipeline.stages.at(5);
+    CHECK(topk.variant == "v12_bucketed_count");
+    CHECK(topk.block == Block{128, 1});
+    CHECK(topk.params.at("k") == 300);
+    CHECK(retired.pipeline.stages.at(1).variant == "v3_smem_tile");  // the rest as saved
+    CHECK(retired.pipeline.stages.at(1).block == Block{16, 16});
+    CHECK(retired.pipeline.stages.at(3).params.at("k") == doctest::Approx(0.06));
+
+    // Retired, and its block is not one the successor takes: the successor's default block.
+    const PresetLoad reblocked = preset_from_json(with("v13_letterboxed_front", "1024x1"));
+    CHECK(reblocked.warning.find("at its default block; 1024x1 does not fit it") !=
+          std::string::npos);
+    CHECK_FALSE(reblocked.pipeline.stages.at(5).block.has_value());
+
+    // Unknown (a typo, or a later build's step): the op's default, the rest kept.
+    const PresetLoad unknown = preset_from_json(with("v99_from_the_future", ""));
+    CHECK(unknown.warning ==
+          "topk: v99_from_the_future is not a variant, " +
+              find_op("topk").def.variants[find_op("topk").default_variant()].name +
+              " runs instead");
+    CHECK(unknown.pipeline.stages.at(1).variant == "v3_smem_tile");
+    CHECK(unknown.pipeline.stages.at(5).params.at("k") == 300);
+
+    // On the command line a retired name is an error that names the successor.
+    PipelineConfig cli = default_pipeline();
+    apply_variant(cli, "topk=v13_letterboxed_front");
+    try {
+      resolve(cli, nullptr);
+      FAIL("a retired variant resolved");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("was retired: its successor is v12_bucketed_count") !=
+            std::string::npos);
+    }
   }
 
   TEST_CASE("presets: the shipped examples/presets/fastest.json loads as it is and runs") {

@@ -79,8 +79,12 @@ void steps_table(const Ladder& l) {
     const VariantDef& v = s.cfg.variant_def();
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(v.name.c_str());
-    tip(("what changed: " + v.delta + "\nexpect: " + (v.expect.empty() ? "-" : v.expect)).c_str());
+    const std::string runs = s.runs();
+    ImGui::TextUnformatted(
+        runs.empty() ? v.name.c_str() : (v.name + " = " + runs.substr(0, runs.find(':'))).c_str());
+    tip(("what changed: " + v.delta + "\nexpect: " + (v.expect.empty() ? "-" : v.expect) +
+         (runs.empty() ? "" : "\nruns " + runs + ": this step's own code does not run here"))
+            .c_str());
     cell(s.cfg.block.str(), "threads per block");
     cell(math_name(s.cfg.math), "math mode");
     cell(format_or_dash("%.2f", s.median_us()), "median over the timed runs (microseconds)");
@@ -134,7 +138,10 @@ void bar_chart(LadderUi& ui, const Ladder& l) {
     const LadderStep& s = l.steps[k];
     const float y = p0.y + row * float(k + 1) + 4;
     const double v = pct ? l.pct_of_ceiling(s) : s.median_us();
-    const std::string label = step_text(s.cfg);
+    // A step that runs another step's code here is marked with that step's name.
+    const std::string runs = s.runs();
+    const std::string label =
+        step_text(s.cfg) + (runs.empty() ? "" : " = " + runs.substr(0, runs.find(':')));
     dl->PushClipRect(ImVec2(p0.x, y), ImVec2(x0 - 4, y + row), true);
     dl->AddText(ImVec2(p0.x + 4, y), IM_COL32(200, 200, 200, 255), label.c_str());
     dl->PopClipRect();

@@ -243,7 +243,17 @@ void draw_timings_panel(GuiApp& app) {
       const double gbs = app.view.stage_bytes[i] / (stage_us * 1e-6) / 1e9;
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      ImGui::Text("%s (stage)", stage.c_str());
+      std::string runs;  // another step's code ran for this one (LaunchRecord::runs)
+      for (const LaunchRecord& l : app.view.launches)
+        if (l.stage == i && !l.runs.empty()) runs = l.runs;
+      if (runs.empty()) {
+        ImGui::Text("%s (stage)", stage.c_str());
+      } else {
+        ImGui::Text("%s (stage) runs %s", stage.c_str(), runs.substr(0, runs.find(':')).c_str());
+        tip(("this step's own code does not run here: " + runs +
+             ". Its figures are that step's, as bench prints them")
+                .c_str());
+      }
       ImGui::TableNextColumn();
       ImGui::Text("%.2f", stage_us);
       tip("the sum of the stage's launch medians");

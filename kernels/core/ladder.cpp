@@ -252,8 +252,8 @@ std::string ladder_csv(const Ladder& l) {
   out << "op,variant,block,math,median_us,p95_us,noise,reps,pct_ceiling,gbs,gflops,model_bytes,"
          "model_flops,regs,smem_bytes,local_bytes,theoretical_occupancy,achieved_occupancy,"
          "dram_bytes,measured_flops";
-  for (const std::string& n : state_column_names()) out << "," << n;  // the state, last
-  out << "\n";
+  for (const std::string& n : state_column_names()) out << "," << n;  // the state, then runs
+  out << ",runs\n";
   for (const LadderStep& s : l.steps) {
     out << l.op << "," << s.cfg.variant_def().name << "," << s.cfg.block.str() << ","
         << math_name(s.cfg.math) << "," << csv_num(s.median_us()) << ","
@@ -265,7 +265,7 @@ std::string ladder_csv(const Ladder& l) {
         << csv_num(s.dram_bytes()) << "," << csv_num(s.measured_flops());
     for (const StateColumn& c : state_columns(s.meas.state_start, s.meas.state_end))
       out << "," << (c.is_text ? csv_text(c.text) : csv_num(c.num));
-    out << "\n";
+    out << "," << csv_text(s.runs()) << "\n";
   }
   return out.str();
 }
@@ -284,6 +284,7 @@ std::string ladder_json(const Ladder& l) {
     j["steps"].push_back({{"variant", v.name},
                           {"delta", v.delta},
                           {"expect", v.expect},
+                          {"runs", s.runs()},
                           {"block", s.cfg.block.str()},
                           {"math", math_name(s.cfg.math)},
                           {"median_us", num(s.median_us())},

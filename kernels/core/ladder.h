@@ -49,6 +49,8 @@ struct LadderStep {
   CounterRun counters;       // per launch, DRAM-cold (collect_counters)
 
   double median_us() const { return meas.total.median_us; }
+  // Another step's code that ran for this one (LaunchRecord::runs); empty: its own.
+  std::string runs() const { return meas.launches.empty() ? "" : meas.launches.front().rec.runs; }
   double gbs() const;     // model bytes over the median; NaN without a model
   double gflops() const;  // FLOP model over the median; NaN without a model
   // The most registers and shared memory (static + dynamic) of its own launches; 0 when every

@@ -120,6 +120,8 @@ struct CheckResult {
   DiffStats diff;
   std::vector<LaunchRecord> launches;  // what ran
   bool pass() const { return refused || diff.pass(); }
+  // Another step's code that ran for this one (LaunchRecord::runs); empty: its own.
+  std::string runs() const { return launches.empty() ? "" : launches.front().runs; }
 };
 
 // Runs the stages before stage i that a fused variant skips (nms/v5_fused_front skips blur,

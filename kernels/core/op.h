@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,10 @@ class LaunchContext {
                              size_t smem) = 0;
   // Records the end, checks cudaGetLastError().
   virtual void after_launch() = 0;
+  // Said by a launcher that runs another step's code here (a feature this device lacks, a size or
+  // parameter past what its own code takes): the launches that follow carry `variant` and
+  // `where`, so that bench, check and the GUI show that step's name beside this one's.
+  virtual void runs_step(const std::string& variant, const std::string& where) = 0;
 };
 
 using LaunchFn = void (*)(LaunchContext&, const StageArgs&);
@@ -95,7 +100,7 @@ using CompareFn = DiffStats (*)(const CompareArgs&);
 
 struct VariantDef {
   std::string name;   // "v2_separable"
-  std::string delta;  // one line: what changed from the previous step, and why
+  std::string delta;  // one line (at most 100 characters): what changed from the previous step
   std::vector<Block> blocks;
   Block default_block;
   LaunchFn launch = nullptr;
@@ -137,6 +142,9 @@ struct VariantDef {
   std::vector<std::string> outputs;
   ShapeFn shape = nullptr;
   CompareFn compare = nullptr;
+  // Where this step runs another step's code (LaunchContext::runs_step), in a few words for
+  // `list`: "below sm_90: v14_selected_once". Empty: its own code everywhere.
+  std::string runs_when;
 };
 
 // Playgrounds (kernels/lab/): an op that is a pipeline of its own, over inputs made from a size
@@ -164,6 +172,12 @@ struct OpDef {
   CompareFn compare = nullptr;  // null: every output value against the tolerance
   std::vector<VariantDef> variants;
   std::string default_variant;  // the pipeline's choice; empty: the last (most refined) variant
+  // The named variant, for what is set after the table; throws std::out_of_range.
+  VariantDef& variant(const std::string& n) {
+    for (VariantDef& v : variants)
+      if (v.name == n) return v;
+    throw std::out_of_range("no variant " + n + " of " + name);
+  }
   // Playground ops only (null/empty for the image pipeline's stages).
   LabInputsFn lab_inputs = nullptr;
   LabFillFn lab_fill = nullptr;

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "printable.h"
+
 namespace lab {
 
 namespace {
@@ -141,6 +143,9 @@ std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* de
     } else {
       const int v = op.find_variant(s.variant);
       if (v < 0) {
+        if (const char* next = successor_of(op.def.name, s.variant))
+          throw Error(ErrorKind::Usage, "variant '" + s.variant + "' of stage " + s.op +
+                                            " was retired: its successor is " + next);
         std::string known;
         for (const auto& vd : op.def.variants) known += (known.empty() ? "" : ", ") + vd.name;
         throw Error(ErrorKind::Usage, "unknown variant '" + s.variant + "' of stage " + s.op +
@@ -158,6 +163,48 @@ std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* de
     out.push_back(std::move(r));
   }
   return out;
+}
+
+const std::vector<RetiredVariant>& retired_variants() {
+  static const std::vector<RetiredVariant> table = {
+      {"topk", "v13_letterboxed_front", "v12_bucketed_count", "LAST_COMMIT_V13"},
+  };
+  return table;
+}
+
+const char* successor_of(const std::string& op, const std::string& name) {
+  const char* next = nullptr;
+  for (bool moved = true; moved;) {  // the table may chain: a successor retired in turn
+    moved = false;
+    for (const RetiredVariant& r : retired_variants())
+      if (op == r.op && (next ? next : name) == r.name) next = r.successor, moved = true;
+  }
+  return next;
+}
+
+std::vector<std::string> migrate_variants(PipelineConfig& p) {
+  std::vector<std::string> notes;
+  for (StageConfig& s : p.stages) {
+    const Op* op = s.custom;
+    if (!op)
+      for (const Op& o : registry())
+        if (o.def.name == s.op) op = &o;
+    if (!op || s.variant.empty() || op->find_variant(s.variant) >= 0) continue;
+    const char* next = successor_of(op->def.name, s.variant);
+    const std::string was = s.variant;
+    s.variant =
+        next && op->find_variant(next) >= 0 ? next : op->def.variants[op->default_variant()].name;
+    notes.push_back(s.op + ": " + printable(was, 60) +
+                    (next ? " was retired" : " is not a variant") + ", " + s.variant +
+                    " runs instead");
+    if (s.block &&
+        !block_refusal(op->def.variants[size_t(op->find_variant(s.variant))], *s.block, nullptr)
+             .empty()) {
+      notes.back() += " (at its default block; " + s.block->str() + " does not fit it)";
+      s.block.reset();
+    }
+  }
+  return notes;
 }
 
 std::optional<Block> parse_wxh(const std::string& s) {

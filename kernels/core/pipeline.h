@@ -104,8 +104,26 @@ struct LabInputs {
 // Makes them; an empty size takes the playground's default. Throws Error(Usage) for a bad size.
 LabInputs make_lab_inputs(const Op& op, const std::string& size, uint64_t seed);
 
-// Validates every stage; throws Error(Usage) naming the stage and the problem.
+// Validates every stage; throws Error(Usage) naming the stage and the problem (for a retired
+// variant, its successor).
 std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* dev);
+
+// A variant that left the lab, the one that took its place, and the last commit that had it
+// (CHANGELOG.md says why). The one table saved presets and the GUI's autosave migrate through.
+struct RetiredVariant {
+  const char* op;
+  const char* name;
+  const char* successor;  // a variant of the same op
+  const char* last_commit;
+};
+const std::vector<RetiredVariant>& retired_variants();
+// The successor of a retired variant, following the table to a variant the op has; null if
+// `name` was never retired.
+const char* successor_of(const std::string& op, const std::string& name);
+// A saved pipeline made usable stage by stage: a retired variant becomes its successor, an
+// unknown one the op's default, a block the (new) variant refuses its default. One line per
+// change; the rest of the pipeline is kept. Unknown ops and parameters are left to resolve().
+std::vector<std::string> migrate_variants(PipelineConfig& p);
 
 // "WxH" -> Block / size; nullopt when malformed.
 std::optional<Block> parse_wxh(const std::string& s);

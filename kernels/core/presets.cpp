@@ -101,8 +101,12 @@ PresetLoad preset_from_json(const std::string& text, const PipelineConfig& fallb
         for (const auto& [k, v] : st["params"].items()) s.params[k] = v.get<double>();
       p.stages.push_back(std::move(s));
     }
-    resolve(p, nullptr);  // unknown stages, variants, blocks or parameters: not usable
+    // A retired or unknown variant costs its stage's choice only, not the user's whole pipeline.
+    std::string notes;
+    for (const std::string& n : migrate_variants(p)) notes += (notes.empty() ? "" : "; ") + n;
+    resolve(p, nullptr);  // unknown stages, blocks or parameters: not usable
     out.pipeline = std::move(p);
+    out.warning = notes;
   } catch (const std::exception& e) {
     out.pipeline = fallback;
     // The reason may quote the file (an unknown op's name): one line, cut short.

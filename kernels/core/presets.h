@@ -14,7 +14,9 @@ constexpr int kPresetSchema = 1;
 
 struct PresetLoad {
   PipelineConfig pipeline;
-  std::string warning;  // empty when the preset was used as it is
+  // Empty when the preset was used as it is; else what was changed (a retired or unknown variant
+  // replaced: the rest kept) or why the defaults came instead.
+  std::string warning;
 };
 
 // Deeper nesting than any preset has is refused before JSON parsing sees it.

@@ -49,9 +49,15 @@ class Runner::Context : public LaunchContext {
     m_r.m_rec.refuse_if_unlaunchable(func, name, grid, block, smem);
     if (m_r.m_flush_each) m_r.enqueue_l2_flush();  // outside the launch's event pair and range
     m_r.m_rec.begin(m_r.m_stream, m_stage, m_cfg.label(), func, name, grid, block, smem);
+    m_r.m_rec.launches().back().runs = m_runs;
   }
 
   void after_launch() override { m_r.m_rec.end(m_r.m_stream); }
+
+  // A fallback that falls back in turn says so again: the last word names the code that runs.
+  void runs_step(const std::string& variant, const std::string& where) override {
+    m_runs = variant + ": " + where;
+  }
 
   // A launcher that throws between before_launch and after_launch leaves no range open.
   ~Context() override { m_r.m_rec.close_range(); }
@@ -60,6 +66,7 @@ class Runner::Context : public LaunchContext {
   Runner& m_r;
   size_t m_stage;
   const ResolvedStage& m_cfg;
+  std::string m_runs;
 };
 
 namespace {
@@ -171,8 +178,8 @@ void Runner::configure(const PipelineConfig& pipeline, const ImageDesc& input) {
       }
       in.push_back(it->second);
     }
-    // A fused variant's outputs may take their size from a stage it does the work of (topk v13:
-    // letterbox's width and height).
+    // A fused variant's outputs may take their size from a stage it does the work of (its shape
+    // sees the skipped stages' parameters).
     const std::vector<ImageDesc> out = s.shape()(in, with_fused_params(stages, s));
     const std::vector<std::string>& names = s.outputs();
     if (out.size() != names.size())

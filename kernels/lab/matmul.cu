@@ -753,8 +753,8 @@ OpDef matmul_op() {
        {{V5_THREADS, 1}}, {V5_THREADS, 1}, launch_v5, nullptr},
       {"v6_vec4", "float4 global loads and stores, A transposed in shared memory: float4 "
        "fragment loads", {{V5_THREADS, 1}}, {V5_THREADS, 1}, launch_v6, nullptr},
-      {"v7_warptile", "64x64 warp tiles (8x16 outputs per lane), BK 16, double-buffered shared "
-       "memory fed by a register prefetch, padded A; tile by grid size", {{V7_THREADS, 1}},
+      {"v7_warptile", "64x64 warp tiles, 8x16 outputs a lane, shared memory double-buffered "
+       "from a register prefetch", {{V7_THREADS, 1}},
        {V7_THREADS, 1}, launch_v7, nullptr},
       {"cublas", "cublasSgemm, FP32 (no TF32): the ceiling",
        {{1, 1}}, {1, 1}, launch_cublas, nullptr},

@@ -262,7 +262,7 @@ struct PairNeighbours<true> {
 // values at columns x - 2 .. x + 3 of plane row yr (EDGE: row and columns clamped to the plane,
 // border replicate), called for the rows in turn. Every lane of the warp calls taps() (a source
 // may shuffle). PlaneSource reads the letterbox plane, each lane loading its own six taps (nms
-// v6, topk v11 and v12); topk v13's FrameSource (topk.cu) converts the camera frame itself.
+// v6, topk v11 and later).
 struct PlaneSource {
   static constexpr int kApron = PAIR_APRON;
   ImageView<const float> plane;

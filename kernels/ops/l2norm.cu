@@ -193,6 +193,7 @@ static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
 
 static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
   const auto dst = a.out[0].view<float>();
+  if (device_info().major < 9) ctx.runs_step("v4_fused_warp", "below sm_90 (launched plainly)");
   launch_programmatic(ctx, "l2norm_v5_overlapped", l2norm_v4_fused_warp_kernel<true>,
                       rows_grid(dst.height, a.block), dim3(a.block.x, a.block.y), 0,
                       a.in[0].view<const float>(), a.in[1].view<const float>(), dst);
@@ -228,12 +229,13 @@ OpDef l2norm_op() {
       {"v4_fused_warp", "sample + l2norm, one warp per descriptor: shuffles only (sample skipped)",
        {{32, 2}, {32, 4}, {32, 8}}, {32, 4}, launch_v4, nullptr, {"sample"},
        {"blur", slots::kKeypoints}, l2norm_fused_reference},
-      {"v5_overlapped", "v4 launched to start before the kernel before it ends: its blocks "
-       "wait in place for the keypoints (programmatic dependent launch, sm_90 and up)",
+      {"v5_overlapped", "v4 launched before its predecessor ends, its blocks waiting in place "
+       "(sm_90+: programmatic launch)",
        {{32, 2}, {32, 4}, {32, 8}}, {32, 4}, launch_v5, nullptr, {"sample"},
        {"blur", slots::kKeypoints}, l2norm_fused_reference},
   };
   // clang-format on
+  op.variant("v5_overlapped").runs_when = "below sm_90 (Orin): v4_fused_warp, launched plainly";
   return op;
 }
 

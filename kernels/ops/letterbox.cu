@@ -413,8 +413,10 @@ static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
     launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, name, kPairReuse);
   else if (5 * int64_t(src.height) <= 8 * int64_t(rh))
     launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, name, kRowReuse);
-  else
+  else {
+    ctx.runs_step("v4_words", "shrinking past 1.6x");
     launch_fused(ctx, a, LETTERBOX_ROWS, true, name, kWords);
+  }
 }
 
 // v6, or v7's kernel where the resize is the identity (scale 1: the taps are (x, x + 1, 0)).
@@ -422,7 +424,10 @@ void launch_letterbox_v7(LaunchContext& ctx, const StageArgs& a) {
   const auto src = a.in[0].view<const uint8_t>();
   const auto dst = a.out[0].view<float>();
   const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
-  if (g.rw != src.width || g.rh != src.height) return launch_v6(ctx, a);
+  if (g.rw != src.width || g.rh != src.height) {
+    ctx.runs_step("v6_reuse_by_scale", "a resize, not scale 1");
+    return launch_v6(ctx, a);
+  }
   require_word_padding(a, "letterbox_v7_identity");
   const std::string label = "letterbox_v7_identity<" + std::to_string(src.channels) + ">";
   const dim3 grid =
@@ -472,14 +477,16 @@ OpDef letterbox_op() {
        blocks, {32, 4}, launch_v4, nullptr},
       {"v5_row_reuse", "v4 over 8 rows, reusing a source row's lerp shared by consecutive outputs",
        blocks, {32, 4}, launch_v5, nullptr},
-      {"v6_reuse_by_scale", "the reuse that pays at the scale: enlarging both source rows' lerps "
-       "(rows repeat their pair), down to 1.6x v5's, past that none (v4)",
+      {"v6_reuse_by_scale", "v5's reuse only where the scale pays: both rows' lerps enlarging, none "
+       "past 1.6x down",
        blocks, {32, 4}, launch_v6, nullptr},
-      {"v7_identity", "v6, but at scale 1 (only padded) a pixel is its source pixel's gray: no "
-       "taps, no lerps; 4 pixels a thread from aligned words, one 16-byte store",
+      {"v7_identity", "v6, but at scale 1 a pixel is its source's gray: no taps, 4 pixels a "
+       "thread, 16-byte stores",
        blocks, {32, 4}, launch_letterbox_v7, nullptr},
   };
   // clang-format on
+  op.variant("v6_reuse_by_scale").runs_when = "shrinking past 1.6x: v4_words";
+  op.variant("v7_identity").runs_when = "a resize (not scale 1): v6_reuse_by_scale";
   return op;
 }
 

@@ -1,7 +1,6 @@
-// The letterbox's conversion to gray, shared with the variants that fold the letterbox into
-// their own kernel (topk v13 reads the camera frame itself at scale 1): the geometry, the one
-// gray expression, and the device helpers that turn source bytes into exact floats. Only nvcc
-// compiles it (host code below uses the standard library).
+// The letterbox's conversion to gray: the geometry, the one gray expression, and the device
+// helpers that turn source bytes into exact floats. Only nvcc compiles it (host code below uses
+// the standard library).
 #pragma once
 
 #include <algorithm>

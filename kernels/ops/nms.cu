@@ -19,20 +19,12 @@
 //                  and one write, instead of a second kernel that reads nms and S and writes
 //                  again.
 //   v5_fused_front the dense front in one kernel: blur, sobel, harris and nms from the letterbox
-//                  plane, the intermediate planes never leaving registers (blur, sobel and harris
-//                  are skipped). One plane read, two written (the NMS map, and the blur plane
-//                  that sample reads), where the four launches move ten planes. Bit for bit the
-//                  default four kernels' result (front_kernels.cuh says how). Against the CPU:
-//                  the blur plane within blur's bound; the NMS map exact except where the CPU's
-//                  own Harris response is a near tie (below). Its border blocks run first: their
-//                  warps are the slower ones, and the launch ends with the last of them.
-//   v6_front_pairs v5 with a lane on two adjacent columns: v5 is bound by its instructions, and
-//                  a third of them go to the apron (8 of 32 lanes) and to taps and neighbours
-//                  fetched for one column at a time. Here 56 of a warp's 64 columns are
-//                  outputs, two columns' six taps are three 8-byte loads and their neighbours
-//                  half v5's shuffles per column. v5's bytes, at 114 registers (v5: 80). Its
-//                  two unrolled paths (inside, at a border) are twice v5's code: its interior
-//                  blocks run first, the border ones after, so that an SM runs one at a time.
+//                  plane, intermediates in registers (those stages skipped): one plane read and
+//                  two written (the map; blur, which sample reads) where four launches move ten.
+//                  Bit for bit the default four kernels' result (front_kernels.cuh says how).
+//   v6_front_pairs v5 with a lane on two adjacent columns: 56 of a warp's 64 columns are
+//                  outputs, three 8-byte loads give two columns' taps, half the shuffles; at 114
+//                  registers (v5: 80). Interior blocks run first, the border ones after.
 //
 // v5's comparison. The GPU's Harris response differs from the CPU chain's by up to harris's
 // bound tau (1e-5 of max|R|; blur and sobel round alike on both sides but for FMA contraction,
@@ -232,8 +224,10 @@ static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
 static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
   const auto src = a.in[0].view<const float>();
   const auto blur = a.out[1].view<float>(), dst = a.out[0].view<float>();
-  if (!front_pairs_aligned(src.data, blur.data, dst.data, src.pitch, blur.pitch, dst.pitch))
+  if (!front_pairs_aligned(src.data, blur.data, dst.data, src.pitch, blur.pitch, dst.pitch)) {
+    ctx.runs_step("v5_fused_front", "planes not 8-byte aligned");
     return launch_v5(ctx, a);
+  }
   const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
   launch(ctx, "nms_v6_front_pairs", nms_v6_front_pairs_kernel<FRONT_ROWS, FrontNoSink, true>, grid,
          dim3(a.block.x, a.block.y), 0, PlaneSource{src}, blur, dst, front_k(a.params),
@@ -274,8 +268,8 @@ OpDef nms_op() {
       {"v4_fused_score", "v3 x an optional second score map in the same pass: one read, one write",
        any, {64, 4}, launch_v4, nullptr, {}, {"harris", "reliability?"}},
       {"v5_fused_front",
-       "blur + sobel + harris + nms in one kernel from the letterbox plane, intermediates in "
-       "registers: 1 plane read and 2 written (nms, blur), not 10 (blur, sobel, harris skipped)",
+       "blur + sobel + harris + nms in one kernel, intermediates in registers: 3 planes moved, "
+       "not 10",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v5, nullptr,
        {"blur", "sobel", "harris"}, {"letterbox"}, nms_front_reference,
        "against the CPU chain blur -> sobel -> harris -> nms: the blur plane within blur's "
@@ -288,9 +282,8 @@ OpDef nms_op() {
        "L2 round trips, less the recomputed aprons (24 of 32 lanes write; 28 rows walked per 16 "
        "outputs)"},
       {"v6_front_pairs",
-       "v5 with a lane on two adjacent columns: 56 of a warp's 64 columns written, not 24 of "
-       "32; three 8-byte loads per row for two columns' taps, not ten; half the shuffles; the "
-       "interior blocks first",
+       "v5 with a lane on two adjacent columns: 56 of 64 columns written, not 24 of 32; half "
+       "the loads",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v6, nullptr,
        {"blur", "sobel", "harris"}, {"letterbox"}, nms_front_reference,
        "as v5_fused_front: the blur plane within blur's bound and the NMS map exact but at near "
@@ -301,6 +294,8 @@ OpDef nms_op() {
        "a small frame has too few of them"},
   };
   // clang-format on
+  op.variant("v6_front_pairs").runs_when =
+      "planes not 8-byte aligned (not the lab's): v5_fused_front";
   for (VariantDef& v : op.variants) {  // v5 and v6 also write blur (sample reads it), from the
     if (v.launch != launch_v5 && v.launch != launch_v6) continue;  // letterbox plane: their own
     v.outputs = {slots::kNms, "blur"};                             // slots and check

@@ -2,114 +2,34 @@
 //
 // Order: score descending, ties by the lower linear index y * W + x. Fewer than K survivors give
 // fewer keypoints; the remaining rows are the pad row (-1, -1, 0) (keypoints.h). Every variant
-// stays on the device from the NMS map to the keypoint list, with no device-to-host round
-// trip, so the whole pipeline can be captured in a CUDA graph; CUB gets preallocated temporary
-// storage for the same reason.
+// stays on the device from the map to the list, with no host round trip (CUB gets preallocated
+// storage), so the pipeline can be captured in a CUDA graph. A key is the score's bits above the
+// inverted index: sorting keys sorts by score, then index.
 //
-// Variants:
-//   v1_sort_all      exact: one 64-bit key per pixel (score bits, then the inverted index; 0 for
-//                    a zero score), cub::DeviceRadixSort of all W x H keys, the first K decoded.
-//                    Simple, and it sorts ~30x more keys than it keeps.
-//   v2_select_sort   exact: a radix select in two histogram passes (the top 12 score bits, then
-//                    the next 12 within the boundary bin) finds the 24-bit bin of the K-th score;
-//                    only the keys from that bin up (K plus a bin 2^-15 wide) are gathered and
-//                    sorted by cub::DeviceSegmentedSort, one segment whose end is the gathered
-//                    count on the device (a host-side count would need a round trip): one
-//                    launch, sorted in shared memory when it fits. One level is not enough:
-//                    dense scores put 1/16 of all pixels in a 12-bit bin. The boundary search
-//                    runs in the last histogram block to finish, not in a launch of its own.
-//   v3_histogram     approximate: the same histogram and boundary bin; every score above the
-//                    boundary bin is appended with an atomic counter, the boundary bin fills the
-//                    remaining places in append order. No sort: the output is unsorted and which
-//                    boundary-bin scores make it is a race. check reports recall against exact.
-//   v4_compact_select exact, for real images: v2 reads the map three times, and its
-//                    cub::DeviceSegmentedSort took 61 us on box_in_scene at 1280x736 (16 on
-//                    the synthetic scene). v4 reads the map once, appending every survivor's
-//                    key to a list (one global atomic per tile) and counting a 13-bit
-//                    histogram. Then one launch of a block per SM: each block finds the K-th
-//                    key's bin, refines it by the next 12 key bits only while the candidates
-//                    exceed its 8192-key buffer (a plateau of equal scores refines down to the
-//                    index bits, so it ends), and gathers the candidates from the list
-//                    (thousands, not a million pixels) into shared memory. Every block makes
-//                    the same selection, so no grid-wide barrier is needed; each ranks the
-//                    candidates it owns by counting the greater keys (a warp per candidate)
-//                    and writes row `rank`. A memset and two launches, no host round trip,
-//                    graph-capturable. K over 8192 runs v2's path.
-//   v5_one_launch    exact: v4's two phases in one cooperative launch of a block per SM, with a
-//                    grid-wide barrier between them: one launch's fixed cost less. Where the
-//                    device cannot launch it cooperatively, v4 runs.
-//   v6_in_flight     exact: v5's compaction follows each load with a shared atomic, and its
-//                    PTX keeps the next load behind it (`kernel-lab asm topk=v5_one_launch`):
-//                    up to 8 memory latencies per tile instead of 1. v6 loads first, then counts;
-//                    and its selection appends candidates to shared memory with one atomic per warp
-//                    (v5: one per key, on one address, so the lanes take turns). On the H200: 0.8
-//                    us less at 1280x736, 5 us at 4K; what remains is ranking and the grid barrier.
-//   v7_binned_rank   exact: v6 ranks every candidate against every other: n^2 comparisons,
-//                    most of its instructions. v7 places the candidates in shared memory
-//                    grouped by their 13-bit bin (the global histogram gives each bin's start)
-//                    and ranks each against its own bin: the bins above give the rest.
-//   v8_shared_select exact: v7's every block reads the whole survivor list (again for each
-//                    refinement): fine for a few thousand survivors, not for tens of
-//                    thousands. v8 shares the list out: a slice per block, a grid-wide barrier
-//                    after each refinement level, the candidates placed in global memory grouped
-//                    by bin, then ranked as v7's.
-//   v9_listed_front  exact: v4 to v8 read the NMS map once more only to find its survivors,
-//                    which the NMS kernel had in its registers. v9 does the dense front's work
-//                    itself (nms v5's kernel: blur, sobel, harris and nms from the letterbox
-//                    plane, those stages skipped) and lists the survivors' keys once a strip of
-//                    the map is written: one scan per warp and strip, one global atomic per
-//                    warp that has survivors. The selection then reads only the list: v7's select
-//                    and binned rank in a plain launch, no compaction pass and no grid-wide
-//                    barrier. The NMS map and the blur plane are still written (sample reads blur;
-//                    the map is what check holds to the CPU chain). K over 8192: v2 on the map.
-//   v10_counted_rank exact: v9's select and rank take 11-18 us for a few thousand keys, and ncu
-//                    puts half of it in the bookkeeping of 8,192 bins (a scan over them, the bin
-//                    starts) that a real image fills a few dozen of. v10 keeps v9's front and
-//                    list, and ranks by brute force: every block holds the whole list in
-//                    shared memory and counts, for each key of its share, the keys greater
-//                    than it, every pair compared (19.5 M comparisons for coffee.png's 4,416
-//                    survivors, ~150 per thread over the GPU, each read a broadcast). No
-//                    histogram walk, no select, no atomics on a bin, three barriers; what is left
-//                    is two L2 round trips. Past 8,192 survivors (n^2 grows): v9's selection.
-//   v11_pair_front   exact: v10 with nms v6's front (a lane on two adjacent columns: 56 of a
-//                    warp's 64 columns are outputs, not 24 of 32; 8-byte loads and stores; half
-//                    the shuffles per column) where it pays: it has 2/3 of v5's warps per SM and
-//                    2.3x fewer in all, so only a frame that fills the GPU with them twice over
-//                    gains (3200x1800 and up on the H200); below, v5's front. The front is most
-//                    of v10's time at 4K. The same list, rank and output.
-//   v12_bucketed_count exact: v11 counts every pair of keys (28.5 M comparisons for graf1.png's
-//                    5,339 survivors at 4K: half of its 12 us rank). A key's rank is the keys
-//                    above its bucket plus the greater ones in it, for any bucket monotone in the
-//                    key; v12 cuts the block's span of score bits into 4096 slices (nearly
-//                    slices of log2(score)), places the keys by bucket, and a warp per key counts
-//                    its bucket only. Under 3,072 survivors (where the buckets' own cost is more
-//                    than the pairs they save), v10's count. The same front, list and output.
-//   v13_letterboxed_front exact: at 4K the letterbox (v7) is a fifth of v12's frame, and all it
-//                    does where the frame fills the plane at scale 1 is turn each pixel into its
-//                    gray: a 4-byte plane written, then read back by the front. v13 does the
-//                    letterbox's work in the front itself there (letterbox skipped too): the
-//                    front reads the camera frame, each lane converts its own two pixels (letterbox
-//                    v7's expression on the same bytes: the plane's values bit for bit) and takes
-//                    the four taps around them from its neighbour lanes, so the outermost lane's
-//                    blur is wrong and the apron grows to 3 lanes (52 of a warp's 64 columns
-//                    written, not 56). Rows of pad above and below (a 1280x720 camera in
-//                    1280x736) are the pad's gray, in the edge path. Elsewhere (a resize, pad
-//                    columns): letterbox v7 into a plane of the stage's own, then v12.
-//   v14_selected_once exact: past 8,192 survivors (a textured 4K photo keeps 32,140) v12 has
-//                    every block read the whole list; v14 reads it once over the grid: each block
-//                    places its slice's keys from the K-th key's score bin up in their bins'
-//                    ranges of a candidate list, and after a grid-wide barrier a warp ranks a
-//                    candidate against its own bin. At or under 8,192, v12's rank.
-//   v15_split_front  exact: v14's pair front in two launches: the interior blocks on the interior
-//                    path alone (80 registers, one path's code in the instruction cache), then the
-//                    ring of border blocks, launched programmatically to fill the interior's last
-//                    wave (sm_90 and up; elsewhere v14).
-//   v16_overlapped   exact: v15 with every launch of the stage programmatic, each waiting for the
-//                    one before it: the counters zeroed by a kernel (a memset between two kernels
-//                    keeps the second from starting early), the interior behind it, the rank
-//                    behind the ring; the rank lets the next stage in after its grid barrier.
+// Two families, each a ladder (the variant table's deltas say what each step changes):
+//   from the NMS map  v1 sorts every pixel's key (CUB radix sort), the baseline. v2 selects the
+//                     K-th score's bin in two histogram passes and sorts only from it up. v3
+//                     keeps one histogram pass and no sort: approximate in its boundary bin,
+//                     unsorted (check reports recall). v4 to v8 read the map once, compacting
+//                     its survivors to a list with a 13-bit histogram; every block then selects
+//                     the candidates into shared memory (refining while they exceed 8,192) and
+//                     ranks its share by counting greater keys: no sort at all.
+//   the listed front  v9 to v16 do the dense front's work themselves (nms v5's kernel or v6's
+//                     column pairs: blur, sobel, harris and nms from the letterbox plane, those
+//                     stages skipped) and list each survivor's key as a strip of the map is
+//                     written, so the map is never read again; the ranks come from the list.
+//                     The map and the blur plane are still written (check holds the map to the
+//                     CPU chain; sample reads blur).
 //
-// Bench: kernel-lab bench --stage topk --sweep-variants --size 1024x1024
+// Where a step runs another step's code (the launch says so: LaunchContext::runs_step):
+//   K over 8,192 (kTopkCap)           v4 to v16 run v2 on the map;
+//   no cooperative launch             v5 to v8 run v4;
+//   under 3200x1800 (H200; v11 only)  v11 runs v10's front (nms v5's: too few pair blocks);
+//   below sm_90                       v15 and v16 run v14 (programmatic launch).
+// v12's count within buckets gives way to v10's count of every pair under 3,072 survivors, and
+// v14's grid-wide selection to v12's at or under 8,192: one algorithm choice inside a step.
+//
+// Bench: kernel-lab bench --stage topk --sweep-variants --input tests/data/box_in_scene.png
 #include <cooperative_groups.h>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
@@ -128,7 +48,6 @@
 #include "front_kernels.cuh"
 #include "keypoints.h"
 #include "launch.cuh"
-#include "letterbox_gray.cuh"
 
 namespace lab::ops {
 
@@ -303,24 +222,6 @@ inline DiffStats topk_front_compare(const CompareArgs& a) {
   return d;
 }
 
-// ---- v13_letterboxed_front: reference and slots ------------------------------------------------
-
-// Reads the camera frame (letterbox's input); writes what v9 to v12 write, at letterbox's size
-// ("letterbox.width", "letterbox.height": the runner passes a fused stage's parameters).
-inline std::vector<ImageDesc> topk_frame_shape(const std::vector<ImageDesc>& in,
-                                               const ParamMap& p) {
-  const ImageDesc plane =
-      find_op("letterbox").def.shape({in[0]}, fused_params(p, "letterbox")).at(0);
-  return topk_front_shape({plane}, p);
-}
-
-// letterbox's CPU reference, then v9 to v12's on its plane.
-inline void topk_frame_reference(const StageArgs& a) {
-  HostImage plane(a.out[1].desc);
-  run_reference("letterbox", {a.in[0]}, {plane.ref()}, fused_params(a.params, "letterbox"));
-  topk_front_reference(StageArgs{{plane.ref()}, a.out, a.params, a.block});
-}
-
 // Device-side state of one frame's selection, zeroed before the histogram.
 struct TopkState {
   int begin;         // 0: the segment's start for the segmented sort
@@ -487,24 +388,24 @@ __global__ void topk_write_kernel(const uint64_t* sorted, const int* count, uint
 
 // Level 0 of v4's select: the top 13 bits of the ordered score (for positive scores the sign bit
 // is constant: 8 exponent and 4 mantissa bits, a bin spans a factor of 2^(1/16)).
-constexpr int kV4Bins = 8192;
-constexpr int kV4Shift = 64 - 13;  // a key's level-0 bin: key >> kV4Shift
+constexpr int kBins = 8192;
+constexpr int kBinShift = 64 - 13;  // a key's level-0 bin: key >> kBinShift
 // Candidates a select block holds in shared memory (64 KB of keys; K above it runs v2).
-constexpr uint32_t kV4Cap = 8192;
-constexpr int kV4Threads = 1024;
-constexpr int kV4SubBins = 4096;  // a refinement level: the next 12 bits of the key
+constexpr uint32_t kTopkCap = 8192;
+constexpr int kSelectThreads = 1024;
+constexpr int kSubBins = 4096;  // a refinement level: the next 12 bits of the key
 // The select kernel's dynamic shared memory: the candidates, a refinement histogram, and the
 // slots of the candidates the block ranks (112 KB: one block per SM on sm_87 and sm_90).
-constexpr size_t kV4Smem =
-    kV4Cap * sizeof(uint64_t) + kV4SubBins * sizeof(uint32_t) + kV4Cap * sizeof(uint32_t);
+constexpr size_t kSelectSmem =
+    kTopkCap * sizeof(uint64_t) + kSubBins * sizeof(uint32_t) + kTopkCap * sizeof(uint32_t);
 
-static_assert(kV4Bins * sizeof(uint32_t) <= kV4Cap * sizeof(uint64_t),
+static_assert(kBins * sizeof(uint32_t) <= kTopkCap * sizeof(uint64_t),
               "v5 counts its histogram where the candidates go later");
 
 // Device memory of v4, zeroed by one memset before the compaction.
-struct TopkV4Scratch {
-  uint32_t hist[kV4Bins];  // level-0 histogram of the survivors
-  uint32_t count;          // survivors appended to the list
+struct TopkListScratch {
+  uint32_t hist[kBins];  // level-0 histogram of the survivors
+  uint32_t count;        // survivors appended to the list
 };
 
 // A pixel's key (0 for a zero score), counted in the level-0 histogram `h` when non-zero.
@@ -512,7 +413,7 @@ __device__ __forceinline__ uint32_t topk_count_key(float v, uint32_t i, uint64_t
                                                    uint32_t* h) {
   key = v != 0.0f ? topk_key(v, i) : 0ull;
   if (!key) return 0;
-  atomicAdd(&h[uint32_t(key >> kV4Shift)], 1u);
+  atomicAdd(&h[uint32_t(key >> kBinShift)], 1u);
   return 1;
 }
 
@@ -524,13 +425,13 @@ __device__ __forceinline__ uint32_t topk_count_key(float v, uint32_t i, uint64_t
 // and v5 each load is followed by a branch and a shared-memory atomic, and the PTX keeps every
 // later load behind them: the ITEMS loads wait for each other.
 template <int BLOCK, int ITEMS, bool LOADS_FIRST = false>
-__device__ void topk_compact_tiles(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc,
+__device__ void topk_compact_tiles(ImageView<const float> s, uint32_t n, TopkListScratch* sc,
                                    uint64_t* list, uint32_t* h) {
   constexpr uint32_t kTile = uint32_t(BLOCK) * ITEMS;
   using Scan = cub::BlockScan<uint32_t, BLOCK>;
   __shared__ typename Scan::TempStorage tmp;
   __shared__ uint32_t base;
-  for (int b = threadIdx.x; b < kV4Bins; b += BLOCK) h[b] = 0;
+  for (int b = threadIdx.x; b < kBins; b += BLOCK) h[b] = 0;
   __syncthreads();
   for (uint32_t t0 = blockIdx.x * kTile; t0 < n; t0 += gridDim.x * kTile) {
     uint64_t key[ITEMS];
@@ -556,25 +457,25 @@ __device__ void topk_compact_tiles(ImageView<const float> s, uint32_t n, TopkV4S
       if (key[j]) list[base + off++] = key[j];
     __syncthreads();  // base and the scan's storage are reused by the next tile
   }
-  for (int b = threadIdx.x; b < kV4Bins; b += BLOCK)
+  for (int b = threadIdx.x; b < kBins; b += BLOCK)
     if (h[b]) atomicAdd(&sc->hist[b], h[b]);
 }
 
 template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
-    topk_compact_kernel(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc, uint64_t* list) {
-  __shared__ uint32_t h[kV4Bins];
+    topk_compact_kernel(ImageView<const float> s, uint32_t n, TopkListScratch* sc, uint64_t* list) {
+  __shared__ uint32_t h[kBins];
   topk_compact_tiles<BLOCK, 4>(s, n, sc, list, h);
 }
 
-// The bin where a descending walk of `h` (PER x kV4Threads bins) reaches `need`, with the count
+// The bin where a descending walk of `h` (PER x kSelectThreads bins) reaches `need`, with the count
 // above it and in it, into out[0..2] for the whole block. The caller guarantees the total
 // reaches `need`.
 template <int PER, bool GLOBAL>
 __device__ void topk_v4_find(const uint32_t* h, uint32_t need, uint32_t* out) {
-  using Scan = cub::BlockScan<uint32_t, kV4Threads>;
+  using Scan = cub::BlockScan<uint32_t, kSelectThreads>;
   __shared__ typename Scan::TempStorage tmp;
-  const int hi = PER * (kV4Threads - int(threadIdx.x));  // this thread's bins [hi - PER, hi)
+  const int hi = PER * (kSelectThreads - int(threadIdx.x));  // this thread's bins [hi - PER, hi)
   uint32_t bins[PER], mine = 0;
 #pragma unroll
   for (int j = 0; j < PER; ++j)  // the global histogram through the L2 (v5 wrote it this launch)
@@ -594,21 +495,21 @@ __device__ void topk_v4_find(const uint32_t* h, uint32_t need, uint32_t* out) {
   __syncthreads();
 }
 
-// The list's keys i = threadIdx.x + kV4Threads * (j + kV4Unroll * round): each thread loads
-// kV4Unroll keys before it uses any, so a round costs one L2 latency, not kV4Unroll.
-constexpr int kV4Unroll = 4;
+// The list's keys i = threadIdx.x + kSelectThreads * (j + kListUnroll * round): each thread loads
+// kListUnroll keys before it uses any, so a round costs one L2 latency, not kListUnroll.
+constexpr int kListUnroll = 4;
 template <class F>
 __device__ void for_each_listed(const uint64_t* list, uint32_t total, F&& f) {
-  for (uint32_t r = 0; r < total; r += kV4Threads * kV4Unroll) {
-    uint64_t key[kV4Unroll];
+  for (uint32_t r = 0; r < total; r += kSelectThreads * kListUnroll) {
+    uint64_t key[kListUnroll];
 #pragma unroll
-    for (int j = 0; j < kV4Unroll; ++j) {
-      const uint32_t i = r + uint32_t(j * kV4Threads) + threadIdx.x;
+    for (int j = 0; j < kListUnroll; ++j) {
+      const uint32_t i = r + uint32_t(j * kSelectThreads) + threadIdx.x;
       key[j] = i < total ? __ldcg(&list[i]) : 0ull;
     }
 #pragma unroll
-    for (int j = 0; j < kV4Unroll; ++j)
-      if (key[j]) f(key[j], r + uint32_t(j * kV4Threads) + threadIdx.x);
+    for (int j = 0; j < kListUnroll; ++j)
+      if (key[j]) f(key[j], r + uint32_t(j * kSelectThreads) + threadIdx.x);
   }
 }
 
@@ -631,48 +532,49 @@ __device__ __forceinline__ uint32_t warp_append(uint32_t* counter) {
 // boundary bin and the count above it. With K or fewer survivors (`all`) every one is kept.
 struct TopkSelection {
   uint64_t prefix = 0;
-  int shift = kV4Shift;
+  int shift = kBinShift;
   uint32_t total = 0, above = 0, in_bin = 0, bin0 = 0, above0 = 0;
   bool all = true;
   __device__ bool take(uint64_t key) const { return all || (key >> shift) >= prefix; }
-  __device__ uint32_t count() const { return all ? total : above + in_bin; }  // <= kV4Cap
+  __device__ uint32_t count() const { return all ? total : above + in_bin; }  // <= kTopkCap
 };
 
 // Made alike by every thread of the block (and every block), from the global histogram and the
-// whole list; `sub`: kV4SubBins counts of shared memory for the refinement levels.
-__device__ TopkSelection topk_select(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+// whole list; `sub`: kSubBins counts of shared memory for the refinement levels.
+__device__ TopkSelection topk_select(const TopkListScratch* sc, const uint64_t* list, uint32_t k,
                                      uint32_t* sub) {
   __shared__ uint32_t sel[3];
   TopkSelection t;
   t.total = t.in_bin = __ldcg(&sc->count);
-  t.all = t.total <= k;  // then total <= kV4Cap
+  t.all = t.total <= k;  // then total <= kTopkCap
   if (t.all) return t;
-  topk_v4_find<kV4Bins / kV4Threads, true>(sc->hist, k, sel);
+  topk_v4_find<kBins / kSelectThreads, true>(sc->hist, k, sel);
   t.prefix = t.bin0 = sel[0], t.above = t.above0 = sel[1], t.in_bin = sel[2];
-  while (t.above + t.in_bin > kV4Cap) {  // k <= kV4Cap
+  while (t.above + t.in_bin > kTopkCap) {  // k <= kTopkCap
     const int bits = min(12, t.shift), next = t.shift - bits;
-    for (int b = threadIdx.x; b < kV4SubBins; b += kV4Threads) sub[b] = 0;
+    for (int b = threadIdx.x; b < kSubBins; b += kSelectThreads) sub[b] = 0;
     __syncthreads();
     for_each_listed(list, t.total, [&](uint64_t key, uint32_t) {
       if ((key >> t.shift) == t.prefix)
         atomicAdd(&sub[uint32_t(key >> next) & ((1u << bits) - 1u)], 1u);
     });
     __syncthreads();
-    topk_v4_find<kV4SubBins / kV4Threads, false>(sub, k - t.above, sel);
+    topk_v4_find<kSubBins / kSelectThreads, false>(sub, k - t.above, sel);
     t.prefix = (t.prefix << bits) | sel[0], t.above += sel[1], t.in_bin = sel[2], t.shift = next;
     __syncthreads();  // sel and sub are rewritten by the next level
   }
   return t;
 }
 
-// start[b] (kV4Bins, shared): the candidates in the level-0 bins above b, bins descending. A bin
+// start[b] (kBins, shared): the candidates in the level-0 bins above b, bins descending. A bin
 // above the boundary bin keeps all its survivors, the boundary bin its selected part, the bins
 // below none.
-__device__ void topk_bin_starts(const TopkV4Scratch* sc, const TopkSelection& t, uint32_t* start) {
-  using Scan = cub::BlockScan<uint32_t, kV4Threads>;
+__device__ void topk_bin_starts(const TopkListScratch* sc, const TopkSelection& t,
+                                uint32_t* start) {
+  using Scan = cub::BlockScan<uint32_t, kSelectThreads>;
   __shared__ typename Scan::TempStorage tmp;
-  constexpr int kPer = kV4Bins / kV4Threads;
-  const int hi = kPer * (kV4Threads - int(threadIdx.x));  // this thread's bins [hi - kPer, hi)
+  constexpr int kPer = kBins / kSelectThreads;
+  const int hi = kPer * (kSelectThreads - int(threadIdx.x));  // this thread's bins [hi - kPer, hi)
   uint32_t c[kPer], mine = 0;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
@@ -692,16 +594,16 @@ __device__ void topk_bin_starts(const TopkV4Scratch* sc, const TopkSelection& t,
 // has every candidate in shared memory; a block then ranks the candidates it owns (list
 // position modulo the grid), one warp per candidate, counting the candidates with a greater
 // key (keys are distinct, so ranks are a permutation), and writes row `rank` when rank < K.
-// `smem`: kV4Smem bytes of dynamic shared memory.
+// `smem`: kSelectSmem bytes of dynamic shared memory.
 // AGGREGATED (v6 on): the candidates are appended to shared memory with one atomic per warp,
 // not one per key: lanes adding to one shared address take turns, and a block appends thousands
 // of keys; when every survivor is kept, a key's slot is its list position and needs none.
 template <bool AGGREGATED = false>
-__device__ void topk_select_rank(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+__device__ void topk_select_rank(const TopkListScratch* sc, const uint64_t* list, uint32_t k,
                                  uint32_t width, ImageView<float> kp, uint64_t* smem) {
-  uint64_t* keys = smem;                                       // kV4Cap candidates
-  uint32_t* sub = reinterpret_cast<uint32_t*>(keys + kV4Cap);  // kV4SubBins counts
-  uint32_t* owned = sub + kV4SubBins;                          // kV4Cap slots of keys[]
+  uint64_t* keys = smem;                                         // kTopkCap candidates
+  uint32_t* sub = reinterpret_cast<uint32_t*>(keys + kTopkCap);  // kSubBins counts
+  uint32_t* owned = sub + kSubBins;                              // kTopkCap slots of keys[]
   __shared__ uint32_t n_sel, n_owned;
   const TopkSelection t = topk_select(sc, list, k, sub);
   const uint32_t total = t.total;
@@ -717,9 +619,9 @@ __device__ void topk_select_rank(const TopkV4Scratch* sc, const uint64_t* list, 
     }
   });
   __syncthreads();
-  const uint32_t n = AGGREGATED && all ? total : n_sel;  // above + in_bin (or total), <= kV4Cap
+  const uint32_t n = AGGREGATED && all ? total : n_sel;  // above + in_bin (or total), <= kTopkCap
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
-  for (uint32_t o = uint32_t(warp); o < n_owned; o += kV4Threads / 32) {
+  for (uint32_t o = uint32_t(warp); o < n_owned; o += kSelectThreads / 32) {
     const uint64_t mine = keys[owned[o]];
     uint32_t greater = 0;
     for (uint32_t j = uint32_t(lane); j < n; j += 32) greater += keys[j] > mine;
@@ -732,13 +634,13 @@ __device__ void topk_select_rank(const TopkV4Scratch* sc, const uint64_t* list, 
     }
   }
   // Rows no survivor fills (fewer survivors than K), shared out like the candidates.
-  for (uint32_t i = min(n, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
-       i += gridDim.x * kV4Threads)
+  for (uint32_t i = min(n, k) + blockIdx.x * kSelectThreads + threadIdx.x; i < k;
+       i += gridDim.x * kSelectThreads)
     write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
 }
 
-__global__ void __launch_bounds__(kV4Threads)
-    topk_select_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+__global__ void __launch_bounds__(kSelectThreads)
+    topk_select_rank_kernel(const TopkListScratch* sc, const uint64_t* list, uint32_t k,
                             uint32_t width, ImageView<float> kp) {
   extern __shared__ uint64_t smem[];
   topk_select_rank(sc, list, k, width, kp, smem);
@@ -747,21 +649,21 @@ __global__ void __launch_bounds__(kV4Threads)
 // v5: v4's two phases in one cooperative launch (a block per SM, all resident), a grid-wide
 // barrier between them instead of a second launch. Phase 1 counts its histogram in the space
 // phase 2 later fills with candidates.
-__global__ void __launch_bounds__(kV4Threads)
-    topk_one_launch_kernel(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc, uint64_t* list,
-                           uint32_t k, ImageView<float> kp) {
+__global__ void __launch_bounds__(kSelectThreads)
+    topk_one_launch_kernel(ImageView<const float> s, uint32_t n, TopkListScratch* sc,
+                           uint64_t* list, uint32_t k, ImageView<float> kp) {
   extern __shared__ uint64_t smem[];
-  topk_compact_tiles<kV4Threads, 8>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
+  topk_compact_tiles<kSelectThreads, 8>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
   cooperative_groups::this_grid().sync();  // every survivor listed and counted
   topk_select_rank(sc, list, k, uint32_t(s.width), kp, smem);
 }
 
 // v6: v5 with its loads in flight together and its shared appends one per warp.
-__global__ void __launch_bounds__(kV4Threads)
-    topk_in_flight_kernel(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc, uint64_t* list,
+__global__ void __launch_bounds__(kSelectThreads)
+    topk_in_flight_kernel(ImageView<const float> s, uint32_t n, TopkListScratch* sc, uint64_t* list,
                           uint32_t k, ImageView<float> kp) {
   extern __shared__ uint64_t smem[];
-  topk_compact_tiles<kV4Threads, 8, true>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
+  topk_compact_tiles<kSelectThreads, 8, true>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
   cooperative_groups::this_grid().sync();
   topk_select_rank<true>(sc, list, k, uint32_t(s.width), kp, smem);
 }
@@ -772,28 +674,28 @@ __global__ void __launch_bounds__(kV4Threads)
 // image the candidates spread over tens of bins. The order inside a bin is the order
 // of the atomics, so it differs between blocks: a candidate belongs to the block its pixel index
 // names (index modulo the grid), not to a position.
-__device__ void topk_select_rank_binned(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+__device__ void topk_select_rank_binned(const TopkListScratch* sc, const uint64_t* list, uint32_t k,
                                         uint32_t width, ImageView<float> kp, uint64_t* smem) {
-  uint64_t* keys = smem;                                       // kV4Cap candidates, grouped
-  uint32_t* end = reinterpret_cast<uint32_t*>(keys + kV4Cap);  // kV4Bins
-  uint32_t* sub = end + kV4Bins;                               // kV4SubBins
+  uint64_t* keys = smem;                                         // kTopkCap candidates, grouped
+  uint32_t* end = reinterpret_cast<uint32_t*>(keys + kTopkCap);  // kBins
+  uint32_t* sub = end + kBins;                                   // kSubBins
   const TopkSelection t = topk_select(sc, list, k, sub);
   const uint32_t n = t.count();
   // end[b] starts as the bin's first position and, advanced by each key placed, ends as its end
   // (so bin b then spans [end[b + 1], end[b])).
   topk_bin_starts(sc, t, end);
   for_each_listed(list, t.total, [&](uint64_t key, uint32_t) {
-    if (t.take(key)) keys[atomicAdd(&end[uint32_t(key >> kV4Shift)], 1u)] = key;
+    if (t.take(key)) keys[atomicAdd(&end[uint32_t(key >> kBinShift)], 1u)] = key;
   });
   __syncthreads();
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
-  for (uint32_t base = uint32_t(warp) * 32; base < n; base += kV4Threads) {
+  for (uint32_t base = uint32_t(warp) * 32; base < n; base += kSelectThreads) {
     const uint32_t p = base + uint32_t(lane);
     const bool own = p < n && topk_key_index(keys[p]) % gridDim.x == blockIdx.x;
     for (uint32_t m = __ballot_sync(0xFFFFFFFFu, own); m; m &= m - 1) {
       const uint64_t mine = keys[base + uint32_t(__ffs(m) - 1)];
-      const uint32_t b = uint32_t(mine >> kV4Shift);
-      const uint32_t lo = b + 1 < kV4Bins ? end[b + 1] : 0u;
+      const uint32_t b = uint32_t(mine >> kBinShift);
+      const uint32_t lo = b + 1 < kBins ? end[b + 1] : 0u;
       uint32_t greater = 0;
       for (uint32_t j = lo + uint32_t(lane); j < end[b]; j += 32) greater += keys[j] > mine;
 #pragma unroll
@@ -805,16 +707,16 @@ __device__ void topk_select_rank_binned(const TopkV4Scratch* sc, const uint64_t*
       }
     }
   }
-  for (uint32_t i = min(n, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
-       i += gridDim.x * kV4Threads)
+  for (uint32_t i = min(n, k) + blockIdx.x * kSelectThreads + threadIdx.x; i < k;
+       i += gridDim.x * kSelectThreads)
     write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
 }
 
-__global__ void __launch_bounds__(kV4Threads)
-    topk_binned_rank_kernel(ImageView<const float> s, uint32_t n, TopkV4Scratch* sc, uint64_t* list,
-                            uint32_t k, ImageView<float> kp) {
+__global__ void __launch_bounds__(kSelectThreads)
+    topk_binned_rank_kernel(ImageView<const float> s, uint32_t n, TopkListScratch* sc,
+                            uint64_t* list, uint32_t k, ImageView<float> kp) {
   extern __shared__ uint64_t smem[];
-  topk_compact_tiles<kV4Threads, 8, true>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
+  topk_compact_tiles<kSelectThreads, 8, true>(s, n, sc, list, reinterpret_cast<uint32_t*>(smem));
   cooperative_groups::this_grid().sync();
   topk_select_rank_binned(sc, list, k, uint32_t(s.width), kp, smem);
 }
@@ -829,7 +731,7 @@ __global__ void __launch_bounds__(kV4Threads)
 // compiler forwards the values the strip stored, and holds all of them in registers through the
 // strip (v11's front took 157 registers that way, 128 with __ldcg).
 struct TopkListSink {
-  TopkV4Scratch* sc;
+  TopkListScratch* sc;
   uint64_t* list;
   uint32_t width;
   __device__ void operator()(const ImageView<float>& map, int x, int y0, uint32_t kept,
@@ -856,64 +758,9 @@ struct TopkListSink {
       const int y = y0 + __ffs(r) - 1;
       const uint64_t key = topk_key(__ldcg(map.row(y) + x), uint32_t(y) * width + uint32_t(x));
       list[base++] = key;
-      atomicAdd(&sc->hist[uint32_t(key >> kV4Shift)], 1u);
+      atomicAdd(&sc->hist[uint32_t(key >> kBinShift)], 1u);
     }
   }
-};
-
-// ---- v13: the letterbox's gray made in the front -----------------------------------------------
-
-// Pixels x and x + 1 (x even) of a frame row as 2C bytes (byte 0 first): one word (gray), two
-// words funnel-shifted by 0 or 2 bytes (BGR: 3x is even), one 8-byte load (BGRA). The launch
-// checks the row alignment these need; an interior pair ends 3 pixels before the row does, so
-// no load passes its end.
-template <int C>
-__device__ __forceinline__ uint2 pair_bytes(const uint8_t* row, int x) {
-  if (C == 4) return __ldg(reinterpret_cast<const uint2*>(row + 4 * x));
-  const int o = C * x, shift = 8 * (o & 3);
-  const auto* w = reinterpret_cast<const uint32_t*>(row + (o & ~3));
-  const uint32_t w0 = __ldg(w);
-  if (C == 1) return {w0 >> shift, 0u};
-  const uint32_t w1 = __ldg(w + 1);
-  return {__funnelshift_r(w0, w1, shift), w1 >> shift};
-}
-
-// The front's rows from a C-channel camera frame as wide as the plane at scale 1 (the pair
-// kernel's Src, front_kernels.cuh): plane row y is frame row y - oy, or the pad's gray outside
-// the frame (only edge-path blocks read those). A lane converts its own pair and takes the taps
-// x - 2, x - 1, x + 2, x + 3 from the lanes beside it; lanes 0 and 31 have none on one side
-// (their blur is wrong), hence 3 apron lanes.
-template <int C>
-struct FrameSource {
-  static constexpr int kApron = 3;
-  ImageView<const uint8_t> frame;
-  int oy;    // the plane row of the frame's row 0
-  int rows;  // the plane's rows
-  __device__ int width() const { return frame.width; }
-  __device__ int height() const { return rows; }
-  __device__ bool plain_rows(int lo, int hi) const { return lo >= oy && hi <= oy + frame.height; }
-  template <bool EDGE>
-  struct Rows {
-    FrameSource s;
-    int x;
-    __device__ Rows(const FrameSource& src, int x_, int) : s(src), x(x_) {}
-    __device__ void taps(int yr, float (&tap)[6]) const {
-      constexpr unsigned FULL = 0xffffffffu;
-      float g0 = LETTERBOX_PAD, g1 = LETTERBOX_PAD;
-      const int sy = (EDGE ? clampi(yr, 0, s.rows - 1) : yr) - s.oy;
-      if (!EDGE) {
-        const uint2 b = pair_bytes<C>(s.frame.row(sy), x);
-        g0 = gray_at<C, 0>(b), g1 = gray_at<C, C>(b);
-      } else if (sy >= 0 && sy < s.frame.height) {  // uniform: the whole warp is on row sy
-        const int w = s.frame.width;
-        g0 = ldg_gray<C>(s.frame, clampi(x, 0, w - 1), sy);
-        g1 = ldg_gray<C>(s.frame, clampi(x + 1, 0, w - 1), sy);
-      }
-      tap[0] = __shfl_up_sync(FULL, g0, 1), tap[1] = __shfl_up_sync(FULL, g1, 1);
-      tap[2] = g0, tap[3] = g1;
-      tap[4] = __shfl_down_sync(FULL, g0, 1), tap[5] = __shfl_down_sync(FULL, g1, 1);
-    }
-  };
 };
 
 // ---- v15: the listed pair front in two launches ------------------------------------------------
@@ -986,8 +833,8 @@ __global__ void topk_zero_counters_kernel(uint32_t* words, uint32_t n) {
 
 // v9's selection: v7's, from the front's list; a plain launch (the list is complete when it
 // starts), a block per SM.
-__global__ void __launch_bounds__(kV4Threads)
-    topk_listed_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+__global__ void __launch_bounds__(kSelectThreads)
+    topk_listed_rank_kernel(const TopkListScratch* sc, const uint64_t* list, uint32_t k,
                             uint32_t width, ImageView<float> kp) {
   extern __shared__ uint64_t smem[];
   topk_select_rank_binned(sc, list, k, width, kp, smem);
@@ -995,15 +842,16 @@ __global__ void __launch_bounds__(kV4Threads)
 
 // ---- v10: the listed survivors ranked by counting every pair ---------------------------------
 
-// n <= kV4Cap keys of `list`, ranked: every block loads all of them into shared memory (`keys`,
-// kV4Smem bytes) and ranks a contiguous share, ceil(n / grid) keys, at most kV4Threads at a time
-// (more only on a GPU of a few SMs). The threads split into `per` candidates x `slices` slices
+// n <= kTopkCap keys of `list`, ranked: every block loads all of them into shared memory (`keys`,
+// kSelectSmem bytes) and ranks a contiguous share, ceil(n / grid) keys, at most kSelectThreads at a
+// time (more only on a GPU of a few SMs). The threads split into `per` candidates x `slices` slices
 // of the keys; a thread counts the keys of its slice greater than its candidate (the lanes of a
 // warp mostly share a slice, so a read is a broadcast), and the counts are summed per
 // candidate. Keys are distinct, so the counts are a permutation: row `greater` when under K.
 __device__ void topk_count_rank(const uint64_t* list, uint32_t n, uint32_t k, uint32_t width,
                                 ImageView<float> kp, uint64_t* keys) {
-  uint32_t* greater = reinterpret_cast<uint32_t*>(keys + kV4Cap);  // past the keys, in kV4Smem
+  uint32_t* greater =
+      reinterpret_cast<uint32_t*>(keys + kTopkCap);  // past the keys, in kSelectSmem
   const uint32_t share = (n + gridDim.x - 1) / gridDim.x;
   const uint32_t begin = min(n, blockIdx.x * share), end = min(n, begin + share);
   if (begin < end) {  // a block with no share (n under the grid) loads nothing
@@ -1011,8 +859,8 @@ __device__ void topk_count_rank(const uint64_t* list, uint32_t n, uint32_t k, ui
     if (threadIdx.x == 0 && (n & 1u)) keys[n] = 0;  // the last pair's second key: never greater
   }
   const ulonglong2* pairs = reinterpret_cast<const ulonglong2*>(keys);
-  for (uint32_t first = begin; first < end; first += kV4Threads) {  // the same trips block-wide
-    const uint32_t per = min(end - first, uint32_t(kV4Threads)), slices = kV4Threads / per;
+  for (uint32_t first = begin; first < end; first += kSelectThreads) {  // the same trips block-wide
+    const uint32_t per = min(end - first, uint32_t(kSelectThreads)), slices = kSelectThreads / per;
     if (threadIdx.x < per) greater[threadIdx.x] = 0;
     __syncthreads();  // the keys loaded; greater zeroed (and read by the last trip)
     const uint32_t c = threadIdx.x % per, s = threadIdx.x / per;
@@ -1035,19 +883,19 @@ __device__ void topk_count_rank(const uint64_t* list, uint32_t n, uint32_t k, ui
     }
     __syncthreads();  // greater is zeroed again by the next trip
   }
-  for (uint32_t i = min(n, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
-       i += gridDim.x * kV4Threads)
+  for (uint32_t i = min(n, k) + blockIdx.x * kSelectThreads + threadIdx.x; i < k;
+       i += gridDim.x * kSelectThreads)
     write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
 }
 
 // v10's selection: every pair counted while the list fits a block's shared memory (the count
 // is the same for every block, so they all take the same branch), else v9's.
-__global__ void __launch_bounds__(kV4Threads)
-    topk_counted_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+__global__ void __launch_bounds__(kSelectThreads)
+    topk_counted_rank_kernel(const TopkListScratch* sc, const uint64_t* list, uint32_t k,
                              uint32_t width, ImageView<float> kp) {
   extern __shared__ __align__(16) uint64_t smem[];  // read as pairs of keys
   const uint32_t n = __ldcg(&sc->count);
-  if (n > kV4Cap) return topk_select_rank_binned(sc, list, k, width, kp, smem);
+  if (n > kTopkCap) return topk_select_rank_binned(sc, list, k, width, kp, smem);
   topk_count_rank(list, n, k, width, kp, smem);
 }
 
@@ -1056,74 +904,75 @@ __global__ void __launch_bounds__(kV4Threads)
 // v10 compares every key with every other. A key's rank is the count of the keys above its
 // bucket plus the greater keys in its own bucket, for any bucket function that is monotone in the
 // key (a greater key never falls in a lower bucket; equal scores share one). v12's buckets are
-// kV12Buckets equal slices of the block's own span of ordered score bits (score_order: bits that
+// kBuckets equal slices of the block's own span of ordered score bits (score_order: bits that
 // grow with the score, so slices of them are nearly slices of log2(score)): adaptive, where a
 // fixed histogram (v7, v9: 8,192 bins) spends its time on bins a frame never fills. Every block
 // builds the same buckets from the whole list (keys in registers, a min/max, a histogram, a
 // scan, the keys placed by bucket), then a warp counts, for each key of the block's share, the
 // greater keys of its bucket only. Ties of score (chessboard.png's corners) share a bucket and
 // are told apart by the index bits, as everywhere.
-constexpr int kV12Buckets = kV4SubBins;  // 4096: the counts where v7's refinement histogram goes
-constexpr int kV12PerThread = int(kV4Cap) / kV4Threads;
-static_assert(kV12PerThread * kV4Threads == int(kV4Cap), "a thread holds its keys in registers");
-static_assert(kV4Threads == 32 * 32, "a warp's lanes read the 32 warps' spans, one each");
+constexpr int kBuckets = kSubBins;  // 4096: the counts where v7's refinement histogram goes
+constexpr int kKeysPerThread = int(kTopkCap) / kSelectThreads;
+static_assert(kKeysPerThread * kSelectThreads == int(kTopkCap),
+              "a thread holds its keys in registers");
+static_assert(kSelectThreads == 32 * 32, "a warp's lanes read the 32 warps' spans, one each");
 
 __device__ __forceinline__ uint32_t v12_bucket(uint64_t key, uint32_t lo, int shift) {
-  return min((uint32_t(key >> 32) - lo) >> shift, uint32_t(kV12Buckets - 1));
+  return min((uint32_t(key >> 32) - lo) >> shift, uint32_t(kBuckets - 1));
 }
 
-// n <= kV4Cap keys of `list`, ranked as v10 ranks them. `smem`: kV4Smem bytes: the keys by
-// bucket (kV4Cap), each bucket's count (kV12Buckets), each bucket's first position (kV12Buckets).
+// n <= kTopkCap keys of `list`, ranked as v10 ranks them. `smem`: kSelectSmem bytes: the keys by
+// bucket (kTopkCap), each bucket's count (kBuckets), each bucket's first position (kBuckets).
 __device__ void topk_bucket_rank(const uint64_t* list, uint32_t n, uint32_t k, uint32_t width,
                                  ImageView<float> kp, uint64_t* smem) {
   uint64_t* keys = smem;
-  uint32_t* count = reinterpret_cast<uint32_t*>(keys + kV4Cap);
-  uint32_t* first = count + kV12Buckets;
-  using Scan = cub::BlockScan<uint32_t, kV4Threads>;
+  uint32_t* count = reinterpret_cast<uint32_t*>(keys + kTopkCap);
+  uint32_t* first = count + kBuckets;
+  using Scan = cub::BlockScan<uint32_t, kSelectThreads>;
   __shared__ typename Scan::TempStorage scan;
-  __shared__ uint32_t span[2][kV4Threads / 32];
+  __shared__ uint32_t span[2][kSelectThreads / 32];
   const uint32_t share = (n + gridDim.x - 1) / gridDim.x;
   const uint32_t begin = min(n, blockIdx.x * share), end = min(n, begin + share);
   if (begin < end) {  // a block with no share writes only pad rows (the same branch block-wide)
-    uint64_t mine[kV12PerThread];
+    uint64_t mine[kKeysPerThread];
     uint32_t lo = 0xFFFFFFFFu, hi = 0;
 #pragma unroll
-    for (int j = 0; j < kV12PerThread; ++j) {
-      const uint32_t i = threadIdx.x + uint32_t(j * kV4Threads);
+    for (int j = 0; j < kKeysPerThread; ++j) {
+      const uint32_t i = threadIdx.x + uint32_t(j * kSelectThreads);
       mine[j] = i < n ? __ldcg(&list[i]) : 0ull;
       if (i < n) lo = min(lo, uint32_t(mine[j] >> 32)), hi = max(hi, uint32_t(mine[j] >> 32));
     }
-    for (int b = int(threadIdx.x); b < kV12Buckets; b += kV4Threads) count[b] = 0;
+    for (int b = int(threadIdx.x); b < kBuckets; b += kSelectThreads) count[b] = 0;
     const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
     lo = __reduce_min_sync(0xFFFFFFFFu, lo), hi = __reduce_max_sync(0xFFFFFFFFu, hi);
     if (lane == 0) span[0][warp] = lo, span[1][warp] = hi;
     __syncthreads();                         // span written, count zeroed
     lo = span[0][lane], hi = span[1][lane];  // every warp reduces the 32 warps' spans itself
     lo = __reduce_min_sync(0xFFFFFFFFu, lo), hi = __reduce_max_sync(0xFFFFFFFFu, hi);
-    // The smallest shift that puts the span in kV12Buckets slices (12 bits).
+    // The smallest shift that puts the span in kBuckets slices (12 bits).
     const int shift = max(0, 32 - __clz(int(hi - lo)) - 12);
-    uint32_t slot[kV12PerThread];  // a key's place within its bucket
+    uint32_t slot[kKeysPerThread];  // a key's place within its bucket
 #pragma unroll
-    for (int j = 0; j < kV12PerThread; ++j)
+    for (int j = 0; j < kKeysPerThread; ++j)
       if (mine[j]) slot[j] = atomicAdd(&count[v12_bucket(mine[j], lo, shift)], 1u);
     __syncthreads();  // counted
     // first[b]: the keys in the buckets above b (buckets descending), 4 buckets a thread.
-    constexpr int kPer = kV12Buckets / kV4Threads;
+    constexpr int kPer = kBuckets / kSelectThreads;
     uint32_t c[kPer], sum = 0, above = 0;
 #pragma unroll
     for (int q = 0; q < kPer; ++q)  // thread t holds buckets top - 4t .. top - 4t - 3
-      c[q] = count[kV12Buckets - 1 - (int(threadIdx.x) * kPer + q)], sum += c[q];
+      c[q] = count[kBuckets - 1 - (int(threadIdx.x) * kPer + q)], sum += c[q];
     Scan(scan).ExclusiveSum(sum, above);
 #pragma unroll
     for (int q = 0; q < kPer; ++q)
-      first[kV12Buckets - 1 - (int(threadIdx.x) * kPer + q)] = above, above += c[q];
+      first[kBuckets - 1 - (int(threadIdx.x) * kPer + q)] = above, above += c[q];
     __syncthreads();  // first written
 #pragma unroll
-    for (int j = 0; j < kV12PerThread; ++j)
+    for (int j = 0; j < kKeysPerThread; ++j)
       if (mine[j]) keys[first[v12_bucket(mine[j], lo, shift)] + slot[j]] = mine[j];
     __syncthreads();  // the keys placed
     // A warp per key of the share: the lanes stride its bucket; the greater keys summed.
-    for (uint32_t i = begin + uint32_t(warp); i < end; i += kV4Threads / 32) {
+    for (uint32_t i = begin + uint32_t(warp); i < end; i += kSelectThreads / 32) {
       const uint64_t key = __ldcg(&list[i]);
       const uint32_t b = v12_bucket(key, lo, shift), from = first[b], size = count[b];
       uint32_t greater = 0;
@@ -1136,8 +985,8 @@ __device__ void topk_bucket_rank(const uint64_t* list, uint32_t n, uint32_t k, u
       }
     }
   }
-  for (uint32_t i = min(n, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
-       i += gridDim.x * kV4Threads)
+  for (uint32_t i = min(n, k) + blockIdx.x * kSelectThreads + threadIdx.x; i < k;
+       i += gridDim.x * kSelectThreads)
     write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
 }
 
@@ -1145,17 +994,17 @@ __device__ void topk_bucket_rank(const uint64_t* list, uint32_t n, uint32_t k, u
 // barriers ~1 us. H200, rank alone (BENCHMARKS.md, "What the topk code relies on"): n = 5,339
 // 12.2 -> 8.7 us, 4,416 9.7 -> 8.1, 3,257 7.8 -> 7.3; chessboard.png's few hundred tied corners
 // 6.0 -> 6.9.
-constexpr uint32_t kV12MinBuckets = 3072;
+constexpr uint32_t kMinBucketedKeys = 3072;
 
-// v12's selection: the bucketed count from kV12MinBuckets keys while the list fits a block's
+// v12's selection: the bucketed count from kMinBucketedKeys keys while the list fits a block's
 // shared memory; below, v10's; above, v9's (n is the same for every block: one branch).
-__global__ void __launch_bounds__(kV4Threads)
-    topk_bucket_rank_kernel(const TopkV4Scratch* sc, const uint64_t* list, uint32_t k,
+__global__ void __launch_bounds__(kSelectThreads)
+    topk_bucket_rank_kernel(const TopkListScratch* sc, const uint64_t* list, uint32_t k,
                             uint32_t width, ImageView<float> kp) {
   extern __shared__ __align__(16) uint64_t smem[];
   const uint32_t n = __ldcg(&sc->count);
-  if (n > kV4Cap) return topk_select_rank_binned(sc, list, k, width, kp, smem);
-  if (n < kV12MinBuckets) return topk_count_rank(list, n, k, width, kp, smem);
+  if (n > kTopkCap) return topk_select_rank_binned(sc, list, k, width, kp, smem);
+  if (n < kMinBucketedKeys) return topk_count_rank(list, n, k, width, kp, smem);
   topk_bucket_rank(list, n, k, width, kp, smem);
 }
 
@@ -1169,52 +1018,53 @@ __global__ void __launch_bounds__(kV4Threads)
 // grouped by their level-0 bin (bins descending), so that a candidate's rank is the count of the
 // bins above its own plus the greater keys in its own bin: the ranking compares within a bin, not
 // across all candidates.
-constexpr int kV8Levels = 5;  // refinements at most: the shift goes 51, 39, 27, 15, 3, 0
+constexpr int kRefineLevels = 5;  // refinements at most: the shift goes 51, 39, 27, 15, 3, 0
 
-struct TopkV8Scratch {
-  TopkV4Scratch v4;                     // zeroed by a memset before the launch
-  uint32_t fill[kV4Bins];               // candidates placed so far, per level-0 bin
-  uint32_t sub[kV8Levels][kV4SubBins];  // the refinement levels' histograms
+struct TopkSharedSelectScratch {
+  TopkListScratch v4;                     // zeroed by a memset before the launch
+  uint32_t fill[kBins];                   // candidates placed so far, per level-0 bin
+  uint32_t sub[kRefineLevels][kSubBins];  // the refinement levels' histograms
 };
 
-// The list's keys i = threadIdx.x + kV4Threads * (blockIdx.x + gridDim.x * (j + kV4Unroll *
+// The list's keys i = threadIdx.x + kSelectThreads * (blockIdx.x + gridDim.x * (j + kListUnroll *
 // round)): this block's slice, spread evenly over the grid whatever the list's length.
 template <class F>
 __device__ void for_each_in_slice(const uint64_t* list, uint32_t total, F&& f) {
-  const uint32_t stride = gridDim.x * kV4Threads;
-  const uint32_t mine = blockIdx.x * kV4Threads + threadIdx.x;
-  for (uint32_t r = 0; r < total; r += stride * kV4Unroll) {
-    uint64_t key[kV4Unroll];
+  const uint32_t stride = gridDim.x * kSelectThreads;
+  const uint32_t mine = blockIdx.x * kSelectThreads + threadIdx.x;
+  for (uint32_t r = 0; r < total; r += stride * kListUnroll) {
+    uint64_t key[kListUnroll];
 #pragma unroll
-    for (int j = 0; j < kV4Unroll; ++j) {
+    for (int j = 0; j < kListUnroll; ++j) {
       const uint32_t i = r + uint32_t(j) * stride + mine;
       key[j] = i < total ? __ldcg(&list[i]) : 0ull;
     }
 #pragma unroll
-    for (int j = 0; j < kV4Unroll; ++j)
+    for (int j = 0; j < kListUnroll; ++j)
       if (key[j]) f(key[j]);
   }
 }
 
-// `smem`: kV4Smem bytes of dynamic shared memory: the candidates (kV4Cap keys), then each
-// level-0 bin's first candidate position (kV4Bins, phase 1's histogram before that), then a
-// refinement level's counts (kV4SubBins).
-__global__ void __launch_bounds__(kV4Threads)
-    topk_shared_select_kernel(ImageView<const float> s, uint32_t n, TopkV8Scratch* sc,
+// `smem`: kSelectSmem bytes of dynamic shared memory: the candidates (kTopkCap keys), then each
+// level-0 bin's first candidate position (kBins, phase 1's histogram before that), then a
+// refinement level's counts (kSubBins).
+__global__ void __launch_bounds__(kSelectThreads)
+    topk_shared_select_kernel(ImageView<const float> s, uint32_t n, TopkSharedSelectScratch* sc,
                               uint64_t* list, uint64_t* cand, uint32_t k, ImageView<float> kp) {
   extern __shared__ uint64_t smem[];
   uint64_t* keys = smem;
-  uint32_t* start = reinterpret_cast<uint32_t*>(keys + kV4Cap);
-  uint32_t* sub = start + kV4Bins;
+  uint32_t* start = reinterpret_cast<uint32_t*>(keys + kTopkCap);
+  uint32_t* sub = start + kBins;
   __shared__ uint32_t sel[3];
   const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   // fill and sub are zeroed here, by the grid, before their first use past the barrier.
-  for (uint32_t i = blockIdx.x * kV4Threads + threadIdx.x; i < kV4Bins; i += gridDim.x * kV4Threads)
+  for (uint32_t i = blockIdx.x * kSelectThreads + threadIdx.x; i < kBins;
+       i += gridDim.x * kSelectThreads)
     sc->fill[i] = 0;
-  for (uint32_t i = blockIdx.x * kV4Threads + threadIdx.x; i < kV8Levels * kV4SubBins;
-       i += gridDim.x * kV4Threads)
-    sc->sub[i / kV4SubBins][i % kV4SubBins] = 0;
-  topk_compact_tiles<kV4Threads, 8, true>(s, n, &sc->v4, list, start);
+  for (uint32_t i = blockIdx.x * kSelectThreads + threadIdx.x; i < kRefineLevels * kSubBins;
+       i += gridDim.x * kSelectThreads)
+    sc->sub[i / kSubBins][i % kSubBins] = 0;
+  topk_compact_tiles<kSelectThreads, 8, true>(s, n, &sc->v4, list, start);
   grid.sync();  // every survivor listed and counted; fill and sub zeroed
 
   // v7's selection, made by every block alike from sums in global memory: each refinement
@@ -1223,22 +1073,22 @@ __global__ void __launch_bounds__(kV4Threads)
   t.total = t.in_bin = __ldcg(&sc->v4.count);
   t.all = t.total <= k;
   if (!t.all) {
-    topk_v4_find<kV4Bins / kV4Threads, true>(sc->v4.hist, k, sel);
+    topk_v4_find<kBins / kSelectThreads, true>(sc->v4.hist, k, sel);
     t.prefix = t.bin0 = sel[0], t.above = t.above0 = sel[1], t.in_bin = sel[2];
   }
-  for (int level = 0; !t.all && t.above + t.in_bin > kV4Cap && level < kV8Levels; ++level) {
+  for (int level = 0; !t.all && t.above + t.in_bin > kTopkCap && level < kRefineLevels; ++level) {
     const int bits = min(12, t.shift), next = t.shift - bits;
-    for (int b = threadIdx.x; b < kV4SubBins; b += kV4Threads) sub[b] = 0;
+    for (int b = threadIdx.x; b < kSubBins; b += kSelectThreads) sub[b] = 0;
     __syncthreads();
     for_each_in_slice(list, t.total, [&](uint64_t key) {
       if ((key >> t.shift) == t.prefix)
         atomicAdd(&sub[uint32_t(key >> next) & ((1u << bits) - 1u)], 1u);
     });
     __syncthreads();
-    for (int b = threadIdx.x; b < kV4SubBins; b += kV4Threads)
+    for (int b = threadIdx.x; b < kSubBins; b += kSelectThreads)
       if (sub[b]) atomicAdd(&sc->sub[level][b], sub[b]);
     grid.sync();  // the level's histogram summed over the grid
-    topk_v4_find<kV4SubBins / kV4Threads, true>(sc->sub[level], k - t.above, sel);
+    topk_v4_find<kSubBins / kSelectThreads, true>(sc->sub[level], k - t.above, sel);
     t.prefix = (t.prefix << bits) | sel[0], t.above += sel[1], t.in_bin = sel[2], t.shift = next;
     __syncthreads();  // sel and sub are rewritten by the next level
   }
@@ -1246,20 +1096,21 @@ __global__ void __launch_bounds__(kV4Threads)
   topk_bin_starts(&sc->v4, t, start);
   for_each_in_slice(list, t.total, [&](uint64_t key) {
     if (t.take(key)) {
-      const uint32_t b = uint32_t(key >> kV4Shift);
+      const uint32_t b = uint32_t(key >> kBinShift);
       cand[start[b] + atomicAdd(&sc->fill[b], 1u)] = key;
     }
   });
   grid.sync();  // every candidate placed in its bin's range
 
   // Rank: a warp per candidate, counting the greater keys of its own bin (keys are distinct).
-  for (uint32_t i = threadIdx.x; i < n_cand; i += kV4Threads) keys[i] = __ldcg(&cand[i]);
+  for (uint32_t i = threadIdx.x; i < n_cand; i += kSelectThreads) keys[i] = __ldcg(&cand[i]);
   __syncthreads();
   const int lane = int(threadIdx.x) & 31;
-  const uint32_t warps = gridDim.x * (kV4Threads / 32);
-  for (uint32_t p = blockIdx.x * (kV4Threads / 32) + (threadIdx.x >> 5); p < n_cand; p += warps) {
+  const uint32_t warps = gridDim.x * (kSelectThreads / 32);
+  for (uint32_t p = blockIdx.x * (kSelectThreads / 32) + (threadIdx.x >> 5); p < n_cand;
+       p += warps) {
     const uint64_t mine = keys[p];
-    const uint32_t b = uint32_t(mine >> kV4Shift);
+    const uint32_t b = uint32_t(mine >> kBinShift);
     const uint32_t lo = start[b], hi = b ? start[b - 1] : n_cand;
     uint32_t greater = 0;
     for (uint32_t j = lo + uint32_t(lane); j < hi; j += 32) greater += keys[j] > mine;
@@ -1271,14 +1122,14 @@ __global__ void __launch_bounds__(kV4Threads)
                      float(idx / uint32_t(s.width)), topk_key_score(mine));
     }
   }
-  for (uint32_t i = min(n_cand, k) + blockIdx.x * kV4Threads + threadIdx.x; i < k;
-       i += gridDim.x * kV4Threads)
+  for (uint32_t i = min(n_cand, k) + blockIdx.x * kSelectThreads + threadIdx.x; i < k;
+       i += gridDim.x * kSelectThreads)
     write_keypoint(kp, int(i), kPadCoord, kPadCoord, 0.0f);
 }
 
 // ---- v14: past the cap, the candidates selected once ----------------------------------------
 
-// v9 to v12 rank more than kV4Cap survivors (a textured 4K frame: 32,140 on pier_4k.jpg) by v7's
+// v9 to v12 rank more than kTopkCap survivors (a textured 4K frame: 32,140 on pier_4k.jpg) by v7's
 // select in every block: each of the grid's blocks reads the whole list and ranks within the
 // level-0 bins (20.7 us on pier_4k.jpg at 4K, against v12's 5.9 on the synthetic frame's few
 // thousand survivors). Past the cap v14 reads the list once over the grid, as v8 reads the map:
@@ -1288,32 +1139,32 @@ __global__ void __launch_bounds__(kV4Threads)
 // bin); after a grid-wide barrier a warp ranks a candidate by counting the greater keys of its
 // own bin, read from the L2 (a bin is 1/16 of an octave of score: a few to a few hundred keys).
 // Every key above a candidate is a candidate, so its rank among them is its rank. Where the
-// candidates overflow kV4Cap (a plateau of equal scores in the K-th key's bin), v9's refining
+// candidates overflow kTopkCap (a plateau of equal scores in the K-th key's bin), v9's refining
 // select. At or under the cap, v12's rank: the same branch in every block (n is the grid's), no
 // barrier taken. A cooperative launch: the barrier needs every block resident (one per SM).
-struct TopkV14Scratch {
-  TopkV4Scratch v4;        // the front's counters, zeroed with the fills by one memset
-  uint32_t fill[kV4Bins];  // candidates placed so far, per level-0 bin
+struct TopkGridSelectScratch {
+  TopkListScratch v4;    // the front's counters, zeroed with the fills by one memset
+  uint32_t fill[kBins];  // candidates placed so far, per level-0 bin
 };
 
-// start[b] (kV4Bins, shared): the survivors in the level-0 bins above b (bins descending);
+// start[b] (kBins, shared): the survivors in the level-0 bins above b (bins descending);
 // sel[0]: the bin of the K-th key, sel[1]: the survivors in it and above. The caller guarantees
 // more than k survivors. The histogram is copied into `start` first, coalesced: the scan gives a
 // thread 8 adjacent bins, and read from the L2 in that layout (as v7's and v9's selects read it)
 // a warp's load touches 32 sectors for 4 bytes of each; ncu counted 81 % of the L2 sectors of
 // v14's build that read it so excess, 8x the histogram's 32 KB per block.
 __device__ void topk_v14_starts(const uint32_t* hist, uint32_t k, uint32_t* start, uint32_t* sel) {
-  using Scan = cub::BlockScan<uint32_t, kV4Threads>;
+  using Scan = cub::BlockScan<uint32_t, kSelectThreads>;
   __shared__ typename Scan::TempStorage tmp;
-  constexpr int kPer = kV4Bins / kV4Threads;
+  constexpr int kPer = kBins / kSelectThreads;
   static_assert(kPer == 8, "a thread's bins are two 16-byte words");
   uint32_t h[kPer];
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) h[j] = __ldcg(&hist[j * kV4Threads + int(threadIdx.x)]);
+  for (int j = 0; j < kPer; ++j) h[j] = __ldcg(&hist[j * kSelectThreads + int(threadIdx.x)]);
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) start[j * kV4Threads + int(threadIdx.x)] = h[j];
+  for (int j = 0; j < kPer; ++j) start[j * kSelectThreads + int(threadIdx.x)] = h[j];
   __syncthreads();
-  const int lo = kPer * (kV4Threads - 1 - int(threadIdx.x));  // this thread's bins [lo, lo + 8)
+  const int lo = kPer * (kSelectThreads - 1 - int(threadIdx.x));  // this thread's bins [lo, lo + 8)
   uint4* mine = reinterpret_cast<uint4*>(start + lo);
   const uint4 q0 = mine[0], q1 = mine[1];
   const uint32_t c[kPer] = {q1.w, q1.z, q1.y, q1.x, q0.w, q0.z, q0.y, q0.x};  // bins descending
@@ -1334,26 +1185,26 @@ __device__ void topk_v14_starts(const uint32_t* hist, uint32_t k, uint32_t* star
   __syncthreads();
 }
 
-__global__ void __launch_bounds__(kV4Threads)
-    topk_selected_rank_kernel(TopkV14Scratch* sc, const uint64_t* list, uint64_t* cand, uint32_t k,
-                              uint32_t width, ImageView<float> kp) {
+__global__ void __launch_bounds__(kSelectThreads)
+    topk_selected_rank_kernel(TopkGridSelectScratch* sc, const uint64_t* list, uint64_t* cand,
+                              uint32_t k, uint32_t width, ImageView<float> kp) {
   extern __shared__ __align__(16) uint64_t smem[];
   __shared__ uint32_t sel[2];
   griddep_wait();  // v16 launches it programmatically behind the ring (elsewhere a no-op)
   const uint32_t n = __ldcg(&sc->v4.count);
-  if (n <= kV4Cap) {  // v12's rank (k <= kV4Cap: the launcher's)
-    if (n < kV12MinBuckets) return topk_count_rank(list, n, k, width, kp, smem);
+  if (n <= kTopkCap) {  // v12's rank (k <= kTopkCap: the launcher's)
+    if (n < kMinBucketedKeys) return topk_count_rank(list, n, k, width, kp, smem);
     return topk_bucket_rank(list, n, k, width, kp, smem);
   }
-  uint32_t* start = reinterpret_cast<uint32_t*>(smem);  // kV4Bins
-  topk_v14_starts(sc->v4.hist, k, start, sel);          // n > kV4Cap >= k
+  uint32_t* start = reinterpret_cast<uint32_t*>(smem);  // kBins
+  topk_v14_starts(sc->v4.hist, k, start, sel);          // n > kTopkCap >= k
   const uint32_t bin0 = sel[0], m = sel[1];             // the candidates: bins >= bin0
-  if (m > kV4Cap) {
+  if (m > kTopkCap) {
     __syncthreads();  // start and sel read; smem is the select's now
     return topk_select_rank_binned(&sc->v4, list, k, width, kp, smem);
   }
   for_each_in_slice(list, n, [&](uint64_t key) {
-    const uint32_t b = uint32_t(key >> kV4Shift);
+    const uint32_t b = uint32_t(key >> kBinShift);
     if (b >= bin0) cand[start[b] + atomicAdd(&sc->fill[b], 1u)] = key;
   });
   cooperative_groups::this_grid().sync();  // m >= k candidates placed: no pad rows
@@ -1362,10 +1213,10 @@ __global__ void __launch_bounds__(kV4Threads)
   // frame 0.7-1.0 us slower on the H200 (BENCHMARKS.md, "What the topk code relies on").
   griddep_launch_dependents();
   const int lane = int(threadIdx.x) & 31;
-  const uint32_t warps = gridDim.x * (kV4Threads / 32);
-  for (uint32_t p = blockIdx.x * (kV4Threads / 32) + (threadIdx.x >> 5); p < m; p += warps) {
+  const uint32_t warps = gridDim.x * (kSelectThreads / 32);
+  for (uint32_t p = blockIdx.x * (kSelectThreads / 32) + (threadIdx.x >> 5); p < m; p += warps) {
     const uint64_t key = __ldcg(&cand[p]);
-    const uint32_t b = uint32_t(key >> kV4Shift);
+    const uint32_t b = uint32_t(key >> kBinShift);
     const uint32_t lo = start[b], hi = b ? start[b - 1] : m;  // the bin's range
     uint32_t greater = 0;
     for (uint32_t j = lo + uint32_t(lane); j < hi; j += 32) greater += __ldcg(&cand[j]) > key;
@@ -1513,7 +1364,7 @@ static TopkOptIn topk_optin() {
   if (g_optin_valid) return g_optin;
   const DeviceInfo& d = device_info();
   TopkOptIn o;
-  if (d.smem_per_block_optin >= kV4Smem + 16 * 1024) {  // + the kernels' static shared memory
+  if (d.smem_per_block_optin >= kSelectSmem + 16 * 1024) {  // + the kernels' static shared memory
     for (const void* f : {reinterpret_cast<const void*>(topk_select_rank_kernel),
                           reinterpret_cast<const void*>(topk_one_launch_kernel),
                           reinterpret_cast<const void*>(topk_in_flight_kernel),
@@ -1524,7 +1375,7 @@ static TopkOptIn topk_optin() {
                           reinterpret_cast<const void*>(topk_bucket_rank_kernel),
                           reinterpret_cast<const void*>(topk_selected_rank_kernel)})
       LAB_CUDA_CHECK(
-          cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kV4Smem)));
+          cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSelectSmem)));
     o.v4 = true;
     int coop = 0;
     LAB_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, d.index));
@@ -1533,7 +1384,7 @@ static TopkOptIn topk_optin() {
       int per_sm = 0;
       if (coop)
         LAB_CUDA_CHECK(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, kV4Threads, kV4Smem));
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, kSelectThreads, kSelectSmem));
       return per_sm * d.sms;
     };
     o.v5_grid = grid_of(reinterpret_cast<const void*>(topk_one_launch_kernel));
@@ -1546,11 +1397,11 @@ static TopkOptIn topk_optin() {
   return o;
 }
 
-// The block applies to the compaction; the select blocks are always kV4Threads.
-using V4Blocks = BlockInstances<B<256, 1>, B<512, 1>, B<1024, 1>>;
+// The block applies to the compaction; the select blocks are always kSelectThreads.
+using CompactBlocks = BlockInstances<B<256, 1>, B<512, 1>, B<1024, 1>>;
 
 template <int BLOCK>
-static void launch_compact(LaunchContext& ctx, const TopkIo& io, TopkV4Scratch* sc,
+static void launch_compact(LaunchContext& ctx, const TopkIo& io, TopkListScratch* sc,
                            uint64_t* list) {
   const uint32_t tiles = (io.n + BLOCK * 4 - 1) / (BLOCK * 4);
   const uint32_t cap = uint32_t(std::max(1, device_info().sms) * (2048 / BLOCK));
@@ -1561,29 +1412,35 @@ static void launch_compact(LaunchContext& ctx, const TopkIo& io, TopkV4Scratch* 
 static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
   const TopkIo io = io_of(a);
   // K past what one block sorts, or a device without the shared memory: v2's path, exact too.
-  if (io.k > kV4Cap || !topk_optin().v4) return launch_v2(ctx, a);
-  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 0));
+  if (io.k > kTopkCap || !topk_optin().v4) {
+    ctx.runs_step("v2_select_sort", io.k > kTopkCap ? "K over 8,192" : "too little shared memory");
+    return launch_v2(ctx, a);
+  }
+  auto* sc = static_cast<TopkListScratch*>(ctx.scratch(sizeof(TopkListScratch), 0));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
-  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
-  V4Blocks::dispatch(a.block, "topk v4_compact_select",
-                     [&](auto x, auto) { launch_compact<x.value>(ctx, io, sc, list); });
+  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkListScratch), ctx.stream()));
+  CompactBlocks::dispatch(a.block, "topk v4_compact_select",
+                          [&](auto x, auto) { launch_compact<x.value>(ctx, io, sc, list); });
   launch(ctx, "topk_select_rank", topk_select_rank_kernel, dim3(std::max(1, device_info().sms)),
-         dim3(kV4Threads), kV4Smem, sc, list, io.k, uint32_t(io.s.width), io.kp);
+         dim3(kSelectThreads), kSelectSmem, sc, list, io.k, uint32_t(io.s.width), io.kp);
 }
 
 // v5 to v7: one cooperative launch with v4's scratch, on the grid the opt-in found for it.
-using OneLaunchKernel = void (*)(ImageView<const float>, uint32_t, TopkV4Scratch*, uint64_t*,
+using OneLaunchKernel = void (*)(ImageView<const float>, uint32_t, TopkListScratch*, uint64_t*,
                                  uint32_t, ImageView<float>);
 static void launch_one(LaunchContext& ctx, const StageArgs& a, int TopkOptIn::*grid_of,
                        const char* name, OneLaunchKernel kernel) {
   const TopkIo io = io_of(a);
-  const int grid = io.k <= kV4Cap ? topk_optin().*grid_of : 0;
-  if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
-  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(sizeof(TopkV4Scratch), 0));
+  const int grid = io.k <= kTopkCap ? topk_optin().*grid_of : 0;
+  if (grid == 0) {  // launch_v4 falls back to v2 past the cap, and says so
+    ctx.runs_step("v4_compact_select", "no cooperative launch here");
+    return launch_v4(ctx, a);
+  }
+  auto* sc = static_cast<TopkListScratch*>(ctx.scratch(sizeof(TopkListScratch), 0));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
-  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkV4Scratch), ctx.stream()));
-  launch_cooperative(ctx, name, kernel, dim3(grid), dim3(kV4Threads), kV4Smem, io.s, io.n, sc, list,
-                     io.k, io.kp);
+  LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, sizeof(TopkListScratch), ctx.stream()));
+  launch_cooperative(ctx, name, kernel, dim3(grid), dim3(kSelectThreads), kSelectSmem, io.s, io.n,
+                     sc, list, io.k, io.kp);
 }
 
 static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
@@ -1600,14 +1457,17 @@ static void launch_v7(LaunchContext& ctx, const StageArgs& a) {
 
 static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
   const TopkIo io = io_of(a);
-  const int grid = io.k <= kV4Cap ? topk_optin().v8_grid : 0;
-  if (grid == 0) return launch_v4(ctx, a);  // which falls back to v2 past the cap
-  auto* sc = static_cast<TopkV8Scratch*>(ctx.scratch(sizeof(TopkV8Scratch), 0));
+  const int grid = io.k <= kTopkCap ? topk_optin().v8_grid : 0;
+  if (grid == 0) {  // launch_v4 falls back to v2 past the cap, and says so
+    ctx.runs_step("v4_compact_select", "no cooperative launch here");
+    return launch_v4(ctx, a);
+  }
+  auto* sc = static_cast<TopkSharedSelectScratch*>(ctx.scratch(sizeof(TopkSharedSelectScratch), 0));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * io.n, 1));
-  auto* cand = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * kV4Cap, 2));
-  LAB_CUDA_CHECK(cudaMemsetAsync(&sc->v4, 0, sizeof(TopkV4Scratch), ctx.stream()));
+  auto* cand = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * kTopkCap, 2));
+  LAB_CUDA_CHECK(cudaMemsetAsync(&sc->v4, 0, sizeof(TopkListScratch), ctx.stream()));
   launch_cooperative(ctx, "topk_shared_select", topk_shared_select_kernel, dim3(grid),
-                     dim3(kV4Threads), kV4Smem, io.s, io.n, sc, list, cand, io.k, io.kp);
+                     dim3(kSelectThreads), kSelectSmem, io.s, io.n, sc, list, cand, io.k, io.kp);
 }
 
 // v11's choice of front: nms v6's pairs (in launch order, below) when their blocks fill the GPU
@@ -1630,32 +1490,34 @@ static bool pair_front_pays(int width, int height, Block block) {
   return double(g.x) * g.y >= 2.0 * per_sm * std::max(1, device_info().sms);
 }
 
-// v9 to v14's list: zeroed counters (scratch slot 4: `counters` bytes, TopkV4Scratch first;
+// v9 to v14's list: zeroed counters (scratch slot 4: `counters` bytes, TopkListScratch first;
 // v14's fills after it) and room for a key per pixel (slot 5; v2's path below uses 0 to 3), and
 // the sink the front lists into.
 // `zero`: the counters zeroed by a memset (v16 zeroes them with a kernel of its own).
 static TopkListSink listed_sink(LaunchContext& ctx, int width, int height,
-                                size_t counters = sizeof(TopkV4Scratch), bool zero = true) {
-  auto* sc = static_cast<TopkV4Scratch*>(ctx.scratch(counters, 4));
+                                size_t counters = sizeof(TopkListScratch), bool zero = true) {
+  auto* sc = static_cast<TopkListScratch*>(ctx.scratch(counters, 4));
   auto* list = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * size_t(width) * height, 5));
   if (zero) LAB_CUDA_CHECK(cudaMemsetAsync(sc, 0, counters, ctx.stream()));
   return TopkListSink{sc, list, uint32_t(width)};
 }
 
 // After the front: `rank` selects and ranks the listed survivors; past the cap, v2 on the map.
-using ListedRankKernel = void (*)(const TopkV4Scratch*, const uint64_t*, uint32_t, uint32_t,
+using ListedRankKernel = void (*)(const TopkListScratch*, const uint64_t*, uint32_t, uint32_t,
                                   ImageView<float>);
 static void rank_listed(LaunchContext& ctx, const StageArgs& a, const char* name,
                         ListedRankKernel rank, const TopkListSink& sink) {
   const auto kp = a.out[0].view<float>();
   const uint32_t k = uint32_t(kp.width);
-  if (k > kV4Cap || !topk_optin().v4) {  // v2's exact path on the map; the list goes unread
+  if (k > kTopkCap || !topk_optin().v4) {  // v2's exact path on the map; the list goes unread
+    ctx.runs_step("v2_select_sort", k > kTopkCap ? "K over 8,192, after the front"
+                                                 : "too little shared memory, after the front");
     StageArgs v2 = a;
     v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
     return launch_v2(ctx, v2);
   }
-  launch(ctx, name, rank, dim3(std::max(1, device_info().sms)), dim3(kV4Threads), kV4Smem, sink.sc,
-         sink.list, k, sink.width, kp);
+  launch(ctx, name, rank, dim3(std::max(1, device_info().sms)), dim3(kSelectThreads), kSelectSmem,
+         sink.sc, sink.list, k, sink.width, kp);
 }
 
 // v9 to v12 and v14: in[0] the letterbox plane; out: keypoints, the NMS map, the blur plane. The
@@ -1663,7 +1525,7 @@ static void rank_listed(LaunchContext& ctx, const StageArgs& a, const char* name
 // v12, v14), else v5's (v9, v10); v5's too where the planes' rows are not 8-byte aligned (never,
 // for the lab's pitched planes).
 static TopkListSink launch_listed_front(LaunchContext& ctx, const StageArgs& a, bool pairs,
-                                        size_t counters = sizeof(TopkV4Scratch)) {
+                                        size_t counters = sizeof(TopkListScratch)) {
   const auto src = a.in[0].view<const float>();
   const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
   const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
@@ -1710,6 +1572,8 @@ static void launch_v10(LaunchContext& ctx, const StageArgs& a) {
 }
 
 static void launch_v11(LaunchContext& ctx, const StageArgs& a) {
+  if (!pair_front_pays(a.in[0].desc.width, a.in[0].desc.height, a.block))
+    ctx.runs_step("v10_counted_rank", "too few pair blocks to fill this GPU twice");
   launch_listed(ctx, a, "topk_counted_rank", topk_counted_rank_kernel, true);
 }
 
@@ -1726,21 +1590,23 @@ static void rank_v14(LaunchContext& ctx, const StageArgs& a, const TopkListSink&
   const auto kp = a.out[0].view<float>();
   const uint32_t k = uint32_t(kp.width);
   const int grid = topk_optin().v14_grid;
-  if (k > kV4Cap || grid == 0)
+  if (k > kTopkCap || grid == 0) {  // rank_listed says where K is past the cap
+    if (grid == 0) ctx.runs_step("v12_bucketed_count", "no cooperative launch here");
     return rank_listed(ctx, a, "topk_bucket_rank", topk_bucket_rank_kernel, sink);
-  auto* cand = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * kV4Cap, 7));
-  auto* sc = reinterpret_cast<TopkV14Scratch*>(sink.sc);  // its first member
+  }
+  auto* cand = static_cast<uint64_t*>(ctx.scratch(sizeof(uint64_t) * kTopkCap, 7));
+  auto* sc = reinterpret_cast<TopkGridSelectScratch*>(sink.sc);  // its first member
   if (programmatic)
     return launch_programmatic_as(true, ctx, "topk_selected_rank", topk_selected_rank_kernel,
-                                  dim3(grid), dim3(kV4Threads), kV4Smem, sc, sink.list, cand, k,
-                                  sink.width, kp);
+                                  dim3(grid), dim3(kSelectThreads), kSelectSmem, sc, sink.list,
+                                  cand, k, sink.width, kp);
   launch_cooperative(ctx, "topk_selected_rank", topk_selected_rank_kernel, dim3(grid),
-                     dim3(kV4Threads), kV4Smem, sc, sink.list, cand, k, sink.width, kp);
+                     dim3(kSelectThreads), kSelectSmem, sc, sink.list, cand, k, sink.width, kp);
 }
 
 // v14: v12's front and list, then v14's rank.
 static void launch_v14(LaunchContext& ctx, const StageArgs& a) {
-  rank_v14(ctx, a, launch_listed_front(ctx, a, true, sizeof(TopkV14Scratch)));
+  rank_v14(ctx, a, launch_listed_front(ctx, a, true, sizeof(TopkGridSelectScratch)));
 }
 
 // v15: v14 with its pair front in two launches, the interior blocks and then the ring around
@@ -1756,11 +1622,18 @@ static void launch_split_front(LaunchContext& ctx, const StageArgs& a, bool over
   const dim3 grid = front_grid(src.width, src.height, a.block, PAIR_COLS, FRONT_ROWS);
   const PairSplit split =
       pair_split(src.width, src.height, int(a.block.x / 32), PAIR_APRON, FRONT_ROWS, grid);
-  if (device_info().major < 9 || split.interior() == 0 ||
-      !pair_front_pays(src.width, src.height, a.block) ||
-      !front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch))
+  const char* why =
+      device_info().major < 9 ? "below sm_90 (no programmatic launch)"
+      : split.interior() == 0 || !pair_front_pays(src.width, src.height, a.block)
+          ? "too few pair blocks to fill this GPU twice"
+      : !front_pairs_aligned(src.data, blur.data, map.data, src.pitch, blur.pitch, map.pitch)
+          ? "planes not 8-byte aligned"
+          : nullptr;
+  if (why) {
+    ctx.runs_step("v14_selected_once", why);
     return launch_v14(ctx, a);
-  const size_t done_at = sizeof(TopkV14Scratch);  // the ring's count of finished blocks
+  }
+  const size_t done_at = sizeof(TopkGridSelectScratch);  // the ring's count of finished blocks
   const size_t counters = done_at + sizeof(uint32_t);
   const TopkListSink sink = listed_sink(ctx, src.width, src.height, counters, !overlapped);
   auto* done = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(sink.sc) + done_at);
@@ -1768,7 +1641,7 @@ static void launch_split_front(LaunchContext& ctx, const StageArgs& a, bool over
   const dim3 block(a.block.x);
   const dim3 interior(unsigned(split.bx1 - split.bx0), unsigned(split.by1 - split.by0));
   if (overlapped) {
-    static_assert(sizeof(TopkV14Scratch) % sizeof(uint32_t) == 0, "counters are words");
+    static_assert(sizeof(TopkGridSelectScratch) % sizeof(uint32_t) == 0, "counters are words");
     const uint32_t words = uint32_t(counters / sizeof(uint32_t));
     launch_programmatic(ctx, "topk_zero_counters", topk_zero_counters_kernel,
                         dim3(unsigned(std::min<uint32_t>(64, (words + 255) / 256))), dim3(256), 0,
@@ -1790,56 +1663,6 @@ static void launch_v15(LaunchContext& ctx, const StageArgs& a) {
 }
 static void launch_v16(LaunchContext& ctx, const StageArgs& a) {
   launch_split_front(ctx, a, true);
-}
-
-// v13: in[0] the camera frame; out as v9 to v12's. Where the frame fills the plane's width at
-// scale 1 (pad rows or none), the front reads the frame (FrameSource), whatever the frame's size
-// (so that the step shows its cost everywhere: on the H200 the frame is 2-3 us slower at 4K and
-// 7-10 at 1280x736, where a pair front also has too few warps), then v12's rank. Elsewhere, or
-// where a frame row is not aligned for pair_bytes: letterbox v7 (its own launch) into a plane in
-// scratch slot 6, then v12.
-static void launch_v13(LaunchContext& ctx, const StageArgs& a) {
-  const auto frame = a.in[0].view<const uint8_t>();
-  const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
-  const int c = frame.channels;
-  const LetterboxGeometry g = letterbox_geometry(frame.width, frame.height, map.width, map.height);
-  const size_t frame_align = c == 4 ? 8 : 4;  // pair_bytes's loads
-  const bool scale1 = g.rw == frame.width && g.rh == frame.height && g.rw == map.width;
-  const bool aligned =
-      ((reinterpret_cast<size_t>(frame.data) | frame.pitch) & (frame_align - 1)) == 0 &&
-      ((reinterpret_cast<size_t>(blur.data) | reinterpret_cast<size_t>(map.data) | blur.pitch |
-        map.pitch) &
-       7) == 0;  // the pairs' 8-byte stores
-  if (!scale1 || (c != 1 && c != 3 && c != 4) || !aligned) {
-    const size_t pitch = (size_t(map.width) * sizeof(float) + 255) & ~size_t(255);
-    const ImageRef plane{ImageDesc{map.width, map.height, 1, PixelType::F32},
-                         ctx.scratch(pitch * size_t(map.height), 6), pitch};
-    StageArgs lb = a;
-    lb.params = fused_params(a.params, "letterbox");
-    lb.out = {plane}, lb.block = {32, 4};  // letterbox v7's default block
-    launch_letterbox_v7(ctx, lb);
-    StageArgs v12 = a;
-    v12.in = {plane};
-    return launch_v12(ctx, v12);
-  }
-  const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
-  const TopkListSink sink = listed_sink(ctx, map.width, map.height);
-  const dim3 grid =
-      front_grid(map.width, map.height, a.block, pair_cols(FrameSource<3>::kApron), FRONT_ROWS);
-  const dim3 block(a.block.x, a.block.y);
-  const std::string label = "topk_frame_front_listed<" + std::to_string(c) + ">";
-  auto front = [&](auto source) {
-    launch(ctx, label.c_str(),
-           nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink, false, decltype(source)>, grid,
-           block, 0, source, blur, map, hk, thr, sink, FrontOrder{});
-  };
-  if (c == 1)
-    front(FrameSource<1>{frame, g.oy, map.height});
-  else if (c == 3)
-    front(FrameSource<3>{frame, g.oy, map.height});
-  else
-    front(FrameSource<4>{frame, g.oy, map.height});
-  rank_listed(ctx, a, "topk_bucket_rank", topk_bucket_rank_kernel, sink);
 }
 
 // ---- variant table ---------------------------------------------------------------------------
@@ -1871,29 +1694,22 @@ OpDef topk_op() {
        lines, {256, 1}, launch_v3, nullptr, {}, {}, nullptr,
        "unsorted; which boundary-bin scores fill the last places is a race (recall reported)"},
       {"v4_compact_select",
-       "exact: survivors compacted in one pass; every block selects the same <= 8192 "
-       "candidates from them and ranks its share by counting (K <= 8192; above, v2's path)",
-       V4Blocks::blocks(), {512, 1}, launch_v4, nullptr},
+       "survivors compacted once; every block selects the same candidates, ranks its share by counting",
+       CompactBlocks::blocks(), {512, 1}, launch_v4, nullptr},
       {"v5_one_launch",
-       "exact: v4's two phases in one cooperative launch, a grid-wide barrier between them "
-       "(a block per SM); the second launch's fixed cost goes",
+       "v4's two phases in one cooperative launch with a grid barrier: the second launch's cost goes",
        {{1024, 1}}, {1024, 1}, launch_v5, nullptr},
       {"v6_in_flight",
-       "exact: v5 with a thread's loads issued before its atomics (8 loads in flight, not 1) and "
-       "one shared atomic per warp for the candidates",
+       "v5 with a thread's 8 loads issued before its atomics, and one shared append per warp",
        {{1024, 1}}, {1024, 1}, launch_v6, nullptr},
       {"v7_binned_rank",
-       "exact: v6 with the candidates grouped by score bin in shared memory, each ranked "
-       "against its own bin only (v6 compares every candidate with every other)",
+       "v6 with each candidate ranked against its own score bin, not against every candidate",
        {{1024, 1}}, {1024, 1}, launch_v7, nullptr},
       {"v8_shared_select",
-       "exact: v7 with the survivors shared out over the grid: a slice per block, the "
-       "candidates grouped by bin in global memory (for tens of thousands of survivors)",
+       "v7 with the survivor list shared out over the grid: a slice per block, bins in global memory",
        {{1024, 1}}, {1024, 1}, launch_v8, nullptr},
       {"v9_listed_front",
-       "exact: the dense front (nms v5's kernel) lists each survivor's key as it writes the NMS "
-       "map; v7's selection reads that list, never the map: no compaction pass, no grid-wide "
-       "barrier (blur, sobel, harris and nms skipped)",
+       "the fused front lists survivors as it writes the map; v7's select reads the list, not the map",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v9, nullptr,
        {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
        "the NMS map and the blur plane against the CPU chain as nms/v5_fused_front's (the map "
@@ -1903,100 +1719,77 @@ OpDef topk_op() {
        "what is left is the front, two launches, and v7's select and rank of the listed "
        "survivors"},
       {"v10_counted_rank",
-       "exact: v9's front and list, ranked by brute force: every block holds the whole list "
-       "(<= 8192 keys) and counts, for each key of its share, the keys greater than it; no "
-       "histogram walk, no select, no bins (past 8192 survivors, v9's selection)",
+       "v9 ranked by brute force: a block counts, for each key of its share, the listed keys above it",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v10, nullptr,
        {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
        "as v9_listed_front: the map and the blur plane against the CPU chain as "
        "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
-       "v9's select and rank spend half their time on 8,192 bins a real image fills a few dozen "
-       "of; counting every pair of 4,416 keys is 19.5 M comparisons, ~150 per thread"},
+       "the select's bookkeeping of 8,192 bins goes: a few thousand keys counted in pairs, each "
+       "read a broadcast, should rank in well under v9's time"},
       {"v11_pair_front",
-       "exact: v10 with nms v6's front (a lane on two adjacent columns: 56 of a warp's 64 "
-       "columns written, not 24 of 32; half the loads and shuffles per column) where its blocks "
-       "fill the GPU twice over (3200x1800 and up on the H200), else v5's",
+       "v10 with nms v6's pair front where its blocks fill the GPU twice (3200x1800 and up on H200)",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v11, nullptr,
        {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
        "as v10_counted_rank: the map and the blur plane against the CPU chain as "
        "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
-       "the front is bound by its instructions, a third of them on aprons and on taps and "
-       "neighbours fetched once per column: pairs of columns cut them, at 128 registers (v10: 80)"},
+       "the front, bound by its instructions, should drop by the apron and tap loads pairs save, "
+       "but only where its 2.3x fewer warps still fill the GPU (4K)"},
       {"v12_bucketed_count",
-       "exact: v11's front and list; each key counted only against its own bucket, the block's "
-       "span of score bits cut in 4096 slices (the buckets above give the rest of its rank); "
-       "under 3,072 survivors v10's count of every pair",
+       "v11 with each key counted against its own bucket of score bits, not every listed key",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v12, nullptr,
        {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
        "as v10_counted_rank: the map and the blur plane against the CPU chain as "
        "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
-       "v11 compares every pair of the 5,339 keys of graf1.png at 4K (28.5 M comparisons, half "
-       "the rank's 12 us); a bucket holds a few keys"},
-      {"v13_letterboxed_front",
-       "exact: v12 with the letterbox done in the front where the frame fills the plane's width "
-       "at scale 1 (4K into 4K; a 1280x720 camera into 1280x736): a lane converts its own two "
-       "pixels of the frame and takes its taps from the lanes beside it (52 of 64 columns "
-       "written); elsewhere letterbox v7, then v12 (letterbox skipped too)",
-       {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v13, nullptr,
-       {"letterbox", "blur", "sobel", "harris", "nms"}, {"input"}, topk_frame_reference,
-       "as v12_bucketed_count, after letterbox's CPU reference: the map and the blur plane "
-       "against the CPU chain as nms/v5_fused_front's; the keypoints exact, row for row, for the "
-       "map the kernel wrote. On the GPU, letterbox v7 and v12's bytes",
-       "letterbox v7 (18 us at 4K) and its 4-byte plane go: 42 % fewer bytes than v7 + v12 (the "
-       "Orin estimate's gain); but the front is bound by its instructions and now converts each "
-       "pixel 2.15 times (strips overlap, 7 % more warps): on the H200 it took 77-79 us at 4K "
-       "against v12's 58-61, and the frame is 2-3 us slower"},
+       "with thousands of survivors (a textured 4K photo) the rank's n^2 comparisons shrink to "
+       "a bucket's; below 3,072 keys nothing should move"},
       {"v14_selected_once",
-       "exact: v12, and past 8,192 survivors (a textured 4K frame) the list read once over the "
-       "grid: each block places its slice's keys from the K-th key's score bin up in their "
-       "bins' ranges of a candidate list; after a grid-wide barrier a warp ranks a candidate "
-       "against its own bin, from the L2 (one cooperative launch; v9 to v12 have every block "
-       "read the whole list and select)",
+       "v12 with a long list (over 8,192 keys) read once over the grid and ranked within bins",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v14, nullptr,
        {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
        "as v12_bucketed_count: the map and the blur plane against the CPU chain as "
        "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
-       "pier_4k.jpg's 32,140 survivors at 4K: the rank 20.7 -> 10.7 us on the H200 (v12 has each "
-       "of the 132 blocks read the 257 KB list, and the histogram twice in a layout that fetches "
-       "8x its L2 sectors); at or under 8,192 survivors v12's rank, within 0.4 us"},
+       "past 8,192 survivors the rank should halve: the list read once over the grid, not once "
+       "per block; at or under it, v12's figure"},
       {"v15_split_front",
-       "exact: v14 with the pair front in two launches: the interior blocks, each on the "
-       "interior path, then the ring of border blocks on the edge path in strips of half the "
-       "height, launched to start as soon as the interior's blocks are all running "
-       "(programmatic dependent launch, sm_90 and up; elsewhere v14)",
+       "v14's pair front in two launches: interior blocks, then the border ring started early",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v15, nullptr,
        {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
        "as v14_selected_once: the map and the blur plane against the CPU chain as "
        "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
-       "v14's front runs both of its unrolled paths on every SM (a border block in every row of "
-       "blocks): its top stall was a miss in the instruction cache, and the edge path's 128 "
-       "registers held every block to 16 warps an SM. Apart, the interior holds 80 registers "
-       "(24 warps an SM) and one path's code; the ring, 7 % of the blocks at 4K in strips of "
-       "half the height (its latency is what shows), fills the interior's last wave. On the "
-       "H200 at 4K: the frame 11-14 us faster as a graph"},
+       "at 4K the front should gain: the interior holds one path's code and fewer registers "
+       "(more warps an SM), the ring fills its last wave"},
       {"v16_overlapped",
-       "exact: v15 with each of the stage's launches started before the one before it ends "
-       "(programmatic dependent launch): the counters zeroed by a kernel instead of a memset, "
-       "the interior behind it, the ring behind the interior, the rank behind the ring; each "
-       "waits for its predecessor before it reads (sm_90 and up; elsewhere v14)",
+       "v15 with each launch started before the previous ends; counters zeroed by a kernel",
        {{32, 1}, {64, 1}, {128, 1}, {256, 1}}, {64, 1}, launch_v16, nullptr,
        {"blur", "sobel", "harris", "nms"}, {"letterbox"}, topk_front_reference,
        "as v14_selected_once: the map and the blur plane against the CPU chain as "
        "nms/v5_fused_front's; the keypoints exact, row for row, for the map the kernel wrote",
-       "between two kernels the GPU drains the first, then launches and fills the second. "
-       "Launched programmatically, a kernel's blocks take their places while the last wave "
-       "of the one before finishes, and wait there. A memset between two kernels stops that, so "
-       "v16 zeroes its counters with a kernel. On the H200 at 4K, with l2norm v5 behind it: the "
-       "frame 0.6-1.0 us less as a graph, 4.3 us less timed as one stream"},
+       "each launch's blocks take their places while the previous one drains: a few us less "
+       "per frame, most when timed as one stream"},
   };
   // clang-format on
+  const std::string past_cap = "K over 8,192: v2_select_sort";
+  const std::pair<const char*, std::string> runs[] = {
+      {"v4_compact_select", past_cap},
+      {"v5_one_launch", "no cooperative launch: v4_compact_select; " + past_cap},
+      {"v6_in_flight", "no cooperative launch: v4_compact_select; " + past_cap},
+      {"v7_binned_rank", "no cooperative launch: v4_compact_select; " + past_cap},
+      {"v8_shared_select", "no cooperative launch: v4_compact_select; " + past_cap},
+      {"v9_listed_front", past_cap + " after the front"},
+      {"v10_counted_rank", past_cap + " after the front"},
+      {"v11_pair_front", "too few pair blocks (under 3200x1800 on an H200): v10_counted_rank"},
+      {"v12_bucketed_count", past_cap + " after the front"},
+      {"v14_selected_once", "no cooperative launch: v12_bucketed_count; " + past_cap},
+      {"v15_split_front", "below sm_90 (Orin), or too few pair blocks: v14_selected_once"},
+      {"v16_overlapped", "below sm_90 (Orin), or too few pair blocks: v14_selected_once"}};
+  for (const auto& [name, when] : runs) op.variant(name).runs_when = when;
   for (VariantDef& v : op.variants) {  // v9 to v16 write the front's slots too, from the
     if (v.launch != launch_v9 && v.launch != launch_v10 && v.launch != launch_v11 &&
-        v.launch != launch_v12 && v.launch != launch_v13 && v.launch != launch_v14 &&
-        v.launch != launch_v15 && v.launch != launch_v16)
-      continue;  // letterbox plane (v13: from the frame)
+        v.launch != launch_v12 && v.launch != launch_v14 && v.launch != launch_v15 &&
+        v.launch != launch_v16)
+      continue;  // letterbox plane
     v.outputs = {slots::kKeypoints, slots::kNms, "blur"};
-    v.shape = v.launch == launch_v13 ? topk_frame_shape : topk_front_shape;
+    v.shape = topk_front_shape;
     v.compare = topk_front_compare;
   }
   return op;
