@@ -520,10 +520,11 @@ TEST_SUITE("cpu") {
     // The existing columns keep their order; the state comes after in_frame.
     const std::string old_end = "stall3,stall3_per_issue,in_frame,";
     REQUIRE(contains(header, old_end));
-    CHECK(header.substr(header.find(old_end) + old_end.size()) ==
-          "state_source,gpu_mhz_start,gpu_mhz_end,gpu_max_mhz,mem_mhz_start,mem_mhz_end,"
-          "gpu_celsius_start,gpu_celsius_end,power_w_start,power_w_end,power_limit_w,"
-          "pstate_start,pstate_end,power_mode,clocks,throttle_start,throttle_end,state_warning");
+    CHECK(
+        header.substr(header.find(old_end) + old_end.size()) ==
+        "state_source,gpu_mhz_start,gpu_mhz_end,gpu_max_mhz,mem_mhz_start,mem_mhz_end,"
+        "gpu_celsius_start,gpu_celsius_end,power_w_start,power_w_end,power_limit_w,"
+        "pstate_start,pstate_end,power_mode,clocks,throttle_start,throttle_end,state_warning,runs");
     CHECK(contains(first,
                    ",\"nvml\",1755,1755,1980,3201,3201,51,51,412.345,412.345,700,\"P0\","
                    "\"P0\",\"\",\"\",\"none\",\"SwThermalSlowdown\",\"the GPU was "

@@ -1058,13 +1058,13 @@ TEST_SUITE("gpu") {
                         v.name.rfind("v6_", 0) == 0 || v.name.rfind("v7_", 0) == 0 ||
                         v.name.rfind("v8_", 0) == 0;
         for (int k : v4 ? std::vector<int>{4096, 8192, 9000, 1} : std::vector<int>{4096}) {
-          INFO(what << v.name << " k=" << k);
+          INFO(std::string(what) << v.name << " k=" << k);
           Harness h(Backend::Cuda, {stage("topk", v.name, MathMode::Precise, {{"k", k}})},
                     {{"nms", s}});
           const auto ref = h.r->reference(0);
           const DiffStats d = h.r->compare(0, ref, MathMode::Precise);
           CHECK_MESSAGE(d.pass(), d.detail());
-          MESSAGE(what << v.name << " k=" << k << ": " << d.detail());
+          MESSAGE(std::string(what) << v.name << " k=" << k << ": " << d.detail());
         }
       }
     }

@@ -117,7 +117,8 @@ TEST_SUITE("cpu") {
     CHECK(unknown.warning ==
           "topk: v99_from_the_future is not a variant, " +
               find_op("topk").def.variants[find_op("topk").default_variant()].name +
-              " runs instead");
+              " runs instead (at its default block; 128x1 does not fit it)");
+    CHECK_FALSE(unknown.pipeline.stages.at(5).block.has_value());
     CHECK(unknown.pipeline.stages.at(1).variant == "v3_smem_tile");
     CHECK(unknown.pipeline.stages.at(5).params.at("k") == 300);
 

@@ -167,7 +167,7 @@ std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* de
 
 const std::vector<RetiredVariant>& retired_variants() {
   static const std::vector<RetiredVariant> table = {
-      {"topk", "v13_letterboxed_front", "v12_bucketed_count", "LAST_COMMIT_V13"},
+      {"topk", "v13_letterboxed_front", "v12_bucketed_count", "1464c56"},
   };
   return table;
 }
@@ -185,7 +185,7 @@ const char* successor_of(const std::string& op, const std::string& name) {
 std::vector<std::string> migrate_variants(PipelineConfig& p) {
   std::vector<std::string> notes;
   for (StageConfig& s : p.stages) {
-    const Op* op = s.custom;
+    const Op* op = s.custom.get();
     if (!op)
       for (const Op& o : registry())
         if (o.def.name == s.op) op = &o;
