@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Regenerates BENCHMARKS.md's tables on the GPU machine, in one call (well inside its 10 minutes):
+# every stage's ladder on real photos (box_in_scene.png at 1280x736, pier_4k.jpg at 3840x2160)
+# and on the synthetic scene beside them, the whole frame per topk step with the fastest preset,
+# and every playground's ladder. Each `bench` CSV carries the device state (clocks, temperature,
+# power, throttle reasons) at its start and end. Output, in a folder git ignores:
+#   OUT/results.csv  every row, with the table, the input, the size and the commit in front
+#   OUT/tables.md    one markdown table per stage and playground (benchmarks/tables.py)
+# Commit OUT/results.csv as benchmarks/results/<gpu>.csv and paste OUT/tables.md's tables into
+# BENCHMARKS.md, so a table and its CSV come from the same run.
+# Usage: benchmarks/run.sh [OUT]   (LAB: the kernel-lab binary; default build-gpu/kernel-lab)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lab=${LAB:-build-gpu/kernel-lab}
+out=${1:-benchmarks/out}
+reps=${LAB_BENCH_REPS:-200}
+data=${LAB_DATA_DIR:-tests/data}
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+mkdir -p "$out/csv"
+rm -f "$out"/csv/*.csv
+
+bench() {  # bench TABLE INPUT SIZE ARGS...: one CSV, named by its table, input and size
+  local table=$1 input=$2 size=$3
+  shift 3
+  local f="$out/csv/$table@$(basename "$input")@$size.csv"
+  timeout 120 "$lab" bench --input "$input" --size "$size" --reps "$reps" --csv -o "$f" "$@" ||
+    echo "run.sh: $table on $input at $size failed (exit $?)" >&2
+}
+
+# The stages: each one's ladder, every variant at its default block, precise math.
+for spec in "$data/box_in_scene.png 1280x736" "$data/pier_4k.jpg 3840x2160" \
+  "synthetic:1280x736 1280x736" "synthetic:3840x2160 3840x2160"; do
+  set -- $spec
+  bench stages "$1" "$2" --sweep-variants
+done
+# The whole frame per topk step, the fastest preset otherwise (JSON: the frame figures and state).
+mkdir -p "$out/json"
+rm -f "$out"/json/*.json
+steps=$("$lab" list --json | python3 -c '
+import json, sys
+print(" ".join(v["name"] for o in json.load(sys.stdin) if o["name"] == "topk" for v in o["variants"]))')
+for spec in "$data/box_in_scene.png 1280x736" "$data/pier_4k.jpg 3840x2160"; do
+  set -- $spec
+  for v in $steps; do
+    timeout 120 "$lab" bench --input "$1" --size "$2" --reps 300 --json \
+      -o "$out/json/frame@$(basename "$1")@$2@$v.json" \
+      --preset examples/presets/fastest.json --variant "topk=$v" ||
+      echo "run.sh: the frame with topk=$v on $1 failed (exit $?)" >&2
+  done
+done
+# The playgrounds: each ladder at BENCHMARKS.md's size, 3 untimed runs and 20 timed (a naive
+# step takes up to half a second a run at these sizes).
+for spec in "matmul 4096x4096x4096" "reduce 2^28" "transpose 16384x16384" "scan 2^26" "sort 2^24" \
+  "access 2^26" "branch 2^24" "math 2^22"; do
+  set -- $spec
+  timeout 150 "$lab" bench --lab "$1" --size "$2" --sweep-variants --warmup 3 --reps 20 --csv \
+    -o "$out/csv/$1@synthetic@$2.csv" || echo "run.sh: the $1 playground failed (exit $?)" >&2
+done
+
+"$lab" list --json >"$out/list.json"
+python3 benchmarks/tables.py "$out" "$commit"
+echo "run.sh: $out/results.csv and $out/tables.md (commit $commit)"
