@@ -187,6 +187,10 @@ int run_cli(int argc, char** argv) {
   ListOptions list_o;
   auto* list = app.add_subcommand("list", "List kernels, variants, allowed blocks and parameters");
   list->add_flag("--json", list_o.json, "machine-readable output");
+  list->add_flag("--fastest-preset", list_o.fastest_preset,
+                 "print the fastest measured configuration as a preset file (the GUI's "
+                 "\"fastest\"; examples/presets/fastest.json is this output)")
+      ->excludes("--json");
 
   CommonOptions check_c;
   CheckOptions check_o;

@@ -299,6 +299,12 @@ UploadMode pick_upload(const std::string& spec) {
 // ---- list ------------------------------------------------------------------------------------
 
 int cmd_list(const ListOptions& o) {
+  if (o.fastest_preset) {  // examples/presets/fastest.json is this output (a test checks it)
+    PipelineConfig p = default_pipeline();
+    for (const std::string& v : fastest_variants()) apply_variant(p, v);
+    std::cout << preset_to_json(p);
+    return 0;
+  }
   if (o.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const Op& op : registry()) {

@@ -39,6 +39,7 @@ std::string default_bench_input();
 
 struct ListOptions {
   bool json = false;
+  bool fastest_preset = false;  // print the fastest configuration as a preset file instead
 };
 
 struct CheckOptions {

@@ -5,17 +5,22 @@
 # and every playground's ladder. Each `bench` CSV carries the device state (clocks, temperature,
 # power, throttle reasons) at its start and end. Output, in a folder git ignores:
 #   OUT/results.csv  every row, with the table, the input, the size and the commit in front
+#   OUT/frames.csv   the whole frame per topk step
 #   OUT/tables.md    one markdown table per stage and playground (benchmarks/tables.py)
-# Commit OUT/results.csv as benchmarks/results/<gpu>.csv and paste OUT/tables.md's tables into
-# BENCHMARKS.md, so a table and its CSV come from the same run.
-# Usage: benchmarks/run.sh [OUT]   (LAB: the kernel-lab binary; default build-gpu/kernel-lab)
+#   OUT/assets/      every picture in assets/ (scripts/gpu-proof.sh's assets section)
+# Commit OUT/results.csv as benchmarks/results/<gpu>.csv, paste OUT/tables.md's tables into
+# BENCHMARKS.md and copy OUT/assets/*.png to assets/, so tables, CSV and pictures are one build's.
+# Usage: benchmarks/run.sh [OUT]   (from the bundle of scripts/build-gpu-bundle.sh; LAB overrides
+# the binary, LAB_BENCH_REPS the timed runs of the stage sweeps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-lab=${LAB:-build-gpu/kernel-lab}
+proof=bundle/gpu-proof.sh
+[ -d bundle/bin ] || tar -xJf bundle/bin.tar.xz -C bundle
+lab=${LAB:-bundle/bin/kernel-lab}
 out=${1:-benchmarks/out}
 reps=${LAB_BENCH_REPS:-200}
 data=${LAB_DATA_DIR:-tests/data}
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+commit=${LAB_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$out/csv"
 rm -f "$out"/csv/*.csv
 
@@ -42,7 +47,7 @@ print(" ".join(v["name"] for o in json.load(sys.stdin) if o["name"] == "topk" fo
 for spec in "$data/box_in_scene.png 1280x736" "$data/pier_4k.jpg 3840x2160"; do
   set -- $spec
   for v in $steps; do
-    timeout 120 "$lab" bench --input "$1" --size "$2" --reps 300 --json \
+    timeout 120 "$lab" bench --input "$1" --size "$2" --reps 200 --json \
       -o "$out/json/frame@$(basename "$1")@$2@$v.json" \
       --preset examples/presets/fastest.json --variant "topk=$v" ||
       echo "run.sh: the frame with topk=$v on $1 failed (exit $?)" >&2
@@ -56,6 +61,9 @@ for spec in "matmul 4096x4096x4096" "reduce 2^28" "transpose 16384x16384" "scan 
   timeout 150 "$lab" bench --lab "$1" --size "$2" --sweep-variants --warmup 3 --reps 20 --csv \
     -o "$out/csv/$1@synthetic@$2.csv" || echo "run.sh: the $1 playground failed (exit $?)" >&2
 done
+
+# The pictures, from the same binaries.
+LAB_PROOF_SECTIONS=assets OUT="$out" bash "$proof" || echo "run.sh: pictures failed" >&2
 
 "$lab" list --json >"$out/list.json"
 python3 benchmarks/tables.py "$out" "$commit"

@@ -3,7 +3,7 @@
 
 Reads OUT/csv/TABLE@INPUT@SIZE.csv (bench --csv), OUT/json/frame@INPUT@SIZE@STEP.json (bench
 --json) and OUT/list.json (list --json); writes OUT/results.csv (every CSV row, with the table,
-input, size and commit in front) and OUT/tables.md (one table per stage and playground, then the
+input, size and commit in front), OUT/frames.csv (the whole frame per topk step) and OUT/tables.md (one table per stage and playground, then the
 whole frame). A step that ran another step's code shows it in its cell ("runs v14").
 Usage: tables.py OUT COMMIT
 """
@@ -149,9 +149,17 @@ def main():
         except ValueError:
             continue
     if frames:
+        with open(os.path.join(out, "frames.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["input", "size", "topk_step", "commit", "mode", "median_us", "p95_us"])
+            for (i, s, v), j in sorted(frames.items()):
+                for mode in ("frame", "frame_stream", "frame_graph"):
+                    if mode + "_median_us" in j:
+                        w.writerow([i, s, v, commit, mode, j[mode + "_median_us"],
+                                    j.get(mode + "_p95_us", "")])
         cols = sorted({(i, s) for i, s, _ in frames}, key=lambda c: (c[1] != "1280x736", c))
         md.append("### The whole frame per topk step\n")
-        md.append("`bench --preset examples/presets/fastest.json --variant topk=STEP --reps 300`, "
+        md.append("`bench --preset examples/presets/fastest.json --variant topk=STEP --reps 200`, "
                   "commit `" + commit + "`; one CUDA graph between one event pair, median µs.\n")
         md.append("| topk step | " + " | ".join(i + " → " + s for i, s in cols) + " |")
         md.append("|---|" + "---:|" * len(cols))
@@ -159,10 +167,9 @@ def main():
             got = [frames.get((i, s, v["name"]), {}).get("frame_graph_median_us") for i, s in cols]
             md.append("| " + v["name"] + " | " + " | ".join(
                 "{:.2f}".format(x) if x is not None else "not measured" for x in got) + " |")
-        st = [j.get("frame_graph_state") for j in frames.values() if j.get("frame_graph_state")]
-        if st:
-            md.append("\ndevice state at the first frame's start: " +
-                      json.dumps(st[0].get("start", st[0]), ensure_ascii=False) + "\n")
+        st = [{k: "" if v is None else str(v) for k, v in j["frame_graph_state"].items()}
+              for j in frames.values() if j.get("frame_graph_state")]
+        md.append("\n" + state_line(st) + "\n")
     with open(os.path.join(out, "tables.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <dlfcn.h>
+
 #include "check.h"
 #include "pipeline.h"  // parse_wxh
 #include "printable.h"
@@ -187,8 +189,42 @@ class FolderSource : public FrameSource {
 
 // OpenCV logs its own multi-line warnings when a backend fails to open something; the error
 // we throw is the one line the user should see.
+// GLib's warnings and criticals (GStreamer's "assertion 'GST_IS_BIN (bin)' failed" for a pipeline
+// it cannot parse) would print before the lab's one-line error: they are kept here instead, and
+// the last one goes inside that error's parentheses. GLib comes with OpenCV's GStreamer backend;
+// its handler is found at run time, so a build without it needs nothing.
+std::mutex g_glib_mutex;
+std::string g_glib_last;
+
+void keep_glib_message(const char* domain, int, const char* message, void*) {
+  std::lock_guard<std::mutex> lock(g_glib_mutex);
+  g_glib_last = std::string(domain ? domain : "GLib") + ": " + (message ? message : "");
+}
+
+void quiet_glib() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    using Handler = void (*)(const char*, int, const char*, void*);
+    using SetDefault = Handler (*)(Handler, void*);
+    if (auto set = reinterpret_cast<SetDefault>(dlsym(RTLD_DEFAULT, "g_log_set_default_handler")))
+      set(keep_glib_message, nullptr);
+  });
+}
+
+// The GLib message kept since the last call, as " (DOMAIN: message)", or "".
+std::string take_glib_message() {
+  std::lock_guard<std::mutex> lock(g_glib_mutex);
+  std::string m = g_glib_last.empty() ? "" : " (" + printable(g_glib_last, 200) + ")";
+  g_glib_last.clear();
+  return m;
+}
+
 void quiet_opencv() {
   cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+  quiet_glib();
+  // FFmpeg's own log ("moov atom not found") would precede the lab's one-line error: OpenCV reads
+  // this once, when its FFmpeg backend first starts (-8 is AV_LOG_QUIET). A user's value stays.
+  setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0);
 }
 
 std::string seconds_text(std::chrono::milliseconds d) {
@@ -436,6 +472,7 @@ class LiveSource : public FrameSource {
           if (fps > 0) c.set(cv::CAP_PROP_FPS, fps);
         }
       } else {
+        take_glib_message();  // one from an earlier pipeline is not this one's
         ok = c.open(pipeline, cv::CAP_GSTREAMER);
       }
       if (!ok || !c.isOpened())
@@ -445,7 +482,8 @@ class LiveSource : public FrameSource {
                               std::to_string(camera) + ")"
                         : label +
                               ": the pipeline did not start (is it valid, does it end in "
-                              "appsink, and was OpenCV built with GStreamer?)");
+                              "appsink, and was OpenCV built with GStreamer?)" +
+                              take_glib_message());
       opened = true;
       // The negotiated size, where OpenCV reports it, before a frame is read.
       const int nw = int(c.get(cv::CAP_PROP_FRAME_WIDTH)),

@@ -9,7 +9,7 @@
 # one input, the first launch without the queue-ahead delay, hardware counters against ncu
 # (scripts/compare_counters.py). LAB_PROOF_SECTIONS picks sections (default:
 # "tests gui sanitizer bench topk torch upload labs live trial measure toy"; "gputests" runs the
-# GPU suite alone). "topk": the exact top-K on real images, checked, sanitized and timed. "trial": live kernels that fault, hang or pass and fault later, against the
+# GPU suite alone, "assets" renders every picture in assets/ into $OUT/assets). "topk": the exact top-K on real images, checked, sanitized and timed. "trial": live kernels that fault, hang or pass and fault later, against the
 # trial child and the GUI's recovery, timed.
 # Logs go to $OUT (or ./out).
 set -uo pipefail
@@ -76,6 +76,21 @@ want teach && {  # the teaching views (issue 17): screenshots and scripted figur
   step "$lab" asm math=v3_libm --sass --diff --mix
   step "$lab" asm branch=v1_divergent --sass --diff --mix
 } 2>&1 | tee "$out/teach.log"
+want assets && {  # every picture in assets/, from this build (benchmarks/run.sh runs this section)
+  a=$out/assets img=$LAB_DATA_DIR/box_in_scene.png ex=$LAB_EXAMPLES_DIR
+  mkdir -p "$a"
+  shot() { local name=$1; shift; step timeout 120 "$lab" gui --headless --window 1600x900 "$@" --screenshot "$a/$name.png"; }
+  shot screenshot-gpu --frames 120 --preset "$repo/examples/presets/fastest.json" --input "$img"
+  shot screenshot-cpu --frames 5 --device cpu --input "$img"
+  shot screenshot-counters --frames 40 --input "$img" --counters
+  shot screenshot-ladder --frames 40 --lab matmul --size 2048x2048x2048 --ladder matmul
+  shot screenshot-roofline --frames 40 --lab matmul --size 1024x1024x1024 --ladder matmul --counters --ladder-view roofline
+  shot screenshot-ab --frames 40 --input "$img" --ab harris=fast
+  shot screenshot-sass --frames 200 --lab math --variant math=v1_double_literal --code math:sass
+  shot screenshot-tiles --frames 20 --lab matmul --size 2048x2048x2048 --variant matmul=v7_warptile
+  shot screenshot-live --frames 60 --pipeline harris --kernel-file "$ex/blur_smem.cu" --replace blur
+  shot screenshot-restarted --frames 60 --input "$img" --kernel-file "$ex/fault_later.cu" --replace blur
+} 2>&1 | tee "$out/assets.log" | grep -E "^===|gui: frame|error"
 want gputests && {  # the GPU suite alone (the tests section runs it with the rest)
   step "$here/bin/lab_tests" --test-suite=gpu
 } 2>&1 | tee "$out/gputests.log" | grep -E "^===|test cases|assertions|ERROR|FAILED"

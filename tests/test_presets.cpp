@@ -149,6 +149,13 @@ TEST_SUITE("cpu") {
       CHECK_MESSAGE(variant[v.substr(0, eq)] == v.substr(eq + 1), v);
     }
     CHECK(variant["nms"] == "v5_fused_front");
+    // The file is `list --fastest-preset`'s output, byte for byte: regenerated from the code.
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const Result made = lab_cli("list --fastest-preset");
+    CHECK(made.code == 0);
+    const std::string how = "regenerate it: kernel-lab list --fastest-preset > " + file.string();
+    CHECK_MESSAGE(made.out == text, how);
     // The CLI takes it (on the CPU: the fused variants' own references).
     const Result run = lab_cli(
         "run --device cpu --input synthetic:320x200 --size 160x96 --preset " + file.string());

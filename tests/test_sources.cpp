@@ -519,6 +519,34 @@ TEST_SUITE("cpu") {
     CHECK(has(r, "over 5 frame(s)"));
   }
 
+  TEST_CASE("gst: a pipeline GStreamer cannot build: the lab's line first, GLib's inside it") {
+    if (!has_gstreamer()) return;
+    const Result r =
+        lab_cli("run --device cpu --frames 1 --input 'gst:videotestsrc ! ! appsink'", 30);
+    INFO(r.out);
+    CHECK(r.code == 66);
+    CHECK(r.out.rfind("kernel-lab: error: gst: the pipeline did not start", 0) == 0);
+    CHECK(r.out.find('\n') == r.out.size() - 1);  // one line
+  }
+
+  TEST_CASE("sources: a corrupt video is one line from the lab, no FFmpeg text before it") {
+    // An MP4 signature, then noise: FFmpeg logs "moov atom not found" unless the lab quiets it.
+    const fs::path f =
+        fs::temp_directory_path() / ("lab-moov-" + std::to_string(getpid()) + ".mp4");
+    std::string bytes(
+        "\0\0\0\x18"
+        "ftypmp42\0\0\0\0mp42isom",
+        24);
+    for (int k = 0; k < 2000; ++k) bytes += char((k * 2654435761u) >> 24);
+    std::ofstream(f, std::ios::binary) << bytes;
+    const Result r = lab_cli("run --device cpu --frames 1 --input " + f.string(), 60);
+    INFO(r.out);
+    CHECK(r.code == 65);
+    CHECK(r.out.rfind("kernel-lab: error: ", 0) == 0);
+    CHECK_FALSE(has(r, "moov"));
+    fs::remove(f);
+  }
+
   TEST_CASE("gst: a pipeline that never prerolls times out with Io; a cancel ends the wait") {
     if (!has_gstreamer()) return;
     io::SourceOptions o;
