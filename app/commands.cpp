@@ -302,7 +302,7 @@ int cmd_list(const ListOptions& o) {
   if (o.fastest_preset) {  // examples/presets/fastest.json is this output (a test checks it)
     PipelineConfig p = default_pipeline();
     for (const std::string& v : fastest_variants()) apply_variant(p, v);
-    std::cout << preset_to_json(p);
+    std::cout << preset_to_json(p) << "\n";
     return 0;
   }
   if (o.json) {

@@ -532,7 +532,7 @@ TEST_SUITE("cpu") {
   TEST_CASE("sources: a corrupt video is one line from the lab, no FFmpeg text before it") {
     // An MP4 signature, then noise: FFmpeg logs "moov atom not found" unless the lab quiets it.
     const fs::path f =
-        fs::temp_directory_path() / ("lab-moov-" + std::to_string(getpid()) + ".mp4");
+        fs::temp_directory_path() / ("lab-corrupt-" + std::to_string(getpid()) + ".mp4");
     std::string bytes(
         "\0\0\0\x18"
         "ftypmp42\0\0\0\0mp42isom",
