@@ -4,8 +4,7 @@
 # and on the synthetic scene beside them, the whole frame per topk step with the fastest preset,
 # and every playground's ladder. Each `bench` CSV carries the device state (clocks, temperature,
 # power, throttle reasons) at its start and end. Output, in a folder git ignores:
-#   OUT/results.csv  every row, with the table, the input, the size and the commit in front
-#   OUT/frames.csv   the whole frame per topk step
+#   OUT/results.csv  every row (the frame per topk step too), with the table, input, size, commit
 #   OUT/tables.md    one markdown table per stage and playground (benchmarks/tables.py)
 #   OUT/assets/      every picture in assets/ (scripts/gpu-proof.sh's assets section)
 # Commit OUT/results.csv as benchmarks/results/<gpu>.csv, paste OUT/tables.md's tables into

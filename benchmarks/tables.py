@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """BENCHMARKS.md's tables from one benchmarks/run.sh output folder.
 
-Reads OUT/csv/TABLE@INPUT@SIZE.csv (bench --csv), OUT/json/frame@INPUT@SIZE@STEP.json (bench
---json) and OUT/list.json (list --json); writes OUT/results.csv (every CSV row, with the table,
-input, size and commit in front), OUT/frames.csv (the whole frame per topk step) and OUT/tables.md (one table per stage and playground, then the
-whole frame). A step that ran another step's code shows it in its cell ("runs v14").
-Usage: tables.py OUT COMMIT
+First gathers what run.sh wrote into OUT/results.csv: every row of OUT/csv/TABLE@INPUT@SIZE.csv
+(bench --csv) with the table, input, size and commit in front, and the whole frame per topk step
+from OUT/json/frame@INPUT@SIZE@STEP.json (bench --json; table "frame", the mode in "kernel").
+Then writes OUT/tables.md from results.csv and OUT/list.json (list --json), so the committed
+results file alone regenerates the tables. A step that ran another step's code is marked in its
+cells ("= v14") and its row says why.
+Usage: tables.py OUT [COMMIT] [--into BENCHMARKS.md]  (--into replaces the document's tables
+between their markers: <!-- tables: stages|playgrounds|frames ... --> and the end marker)
 """
 import csv
 import glob
@@ -13,35 +16,84 @@ import json
 import os
 import sys
 
+STATE = ["state_source", "gpu_mhz_start", "gpu_mhz_end", "gpu_max_mhz", "mem_mhz_start",
+         "mem_mhz_end", "gpu_celsius_start", "gpu_celsius_end", "power_w_start", "power_w_end",
+         "power_limit_w", "pstate_start", "pstate_end", "power_mode", "clocks", "throttle_start",
+         "throttle_end", "state_warning"]
+
+
+def gather(out, commit):
+    rows = []
+    for path in sorted(glob.glob(os.path.join(out, "csv", "*.csv"))):
+        table, inp, size = os.path.basename(path)[:-4].split("@")
+        with open(path, newline="") as g:
+            rows += [{"table": table, "input": inp, "size": size, "commit": commit, **r}
+                     for r in csv.DictReader(g)]
+    for path in sorted(glob.glob(os.path.join(out, "json", "frame@*.json"))):
+        _, inp, size, step = os.path.basename(path)[:-5].split("@")
+        try:
+            j = json.load(open(path))
+        except ValueError:
+            continue
+        for mode in ("frame", "frame_stream", "frame_graph"):
+            if mode + "_median_us" in j:
+                st = j.get(mode + "_state") or {}
+                rows.append({"table": "frame", "input": inp, "size": size, "commit": commit,
+                             "stage": "frame", "variant": step, "kernel": mode,
+                             "median_us": j[mode + "_median_us"],
+                             "p95_us": j.get(mode + "_p95_us", ""), "in_frame": "0",
+                             **{k: "" if st.get(k) is None else st[k] for k in STATE}})
+    if rows:
+        fields = list(rows[0])
+        with open(os.path.join(out, "results.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fields, restval="")
+            w.writeheader()
+            w.writerows(rows)
+
+
+def number(x, places=2):
+    v = float(x)
+    if abs(v) >= 1000:
+        return "{:,.0f}".format(v)
+    return ("{:.%df}" % places).format(v)
+
+
+def short(step):
+    return step.split("_")[0]
+
 
 def stage_rows(rows):
-    """The row that times each (stage, variant) alone at its default block in precise math:
-    its only launch, or the total of several (an empty kernel column)."""
+    """Each (stage, variant)'s row alone at its default block, precise math: its only launch,
+    or the total of several (an empty kernel column)."""
     picked = {}
     for r in rows:
         if r["in_frame"] == "1" or r["math"] != "precise":
             continue
         key = (r["stage"], r["variant"])
-        total = r["kernel"] == ""
         have = picked.get(key)
-        if have is None or (total and have["kernel"] != ""):
+        if have is None or (r["kernel"] == "" and have["kernel"] != ""):
             picked[key] = r
     return picked
 
 
-def cell(r, field="median_us", fmt="{:.2f}"):
-    if r is None or r.get(field, "") in ("", "-1", "nan", "inf"):
+def timed(r):
+    if r is None or r.get("median_us", "") == "":
         return "not measured"
-    v = fmt.format(float(r[field]))
-    return v + (" (" + r["runs"] + ")" if r.get("runs") else "")
+    return number(r["median_us"]) + (" = " + short(r["runs"].split(":")[0]) if r.get("runs")
+                                     else "")
+
+
+def value(r, field, places=1):
+    if r is None or r.get(field, "") in ("", "-1", "nan", "inf", "0"):
+        return "-"
+    return number(r[field], places)
 
 
 def state_line(rows):
-    """The device state the table's rows ran in: the range over their starts and ends."""
+    """The device state a table's rows ran in: the range over their starts and ends."""
     rows = [r for r in rows if r.get("state_source")]
     if not rows:
-        return "device state: not recorded"
-    src = rows[0]["state_source"]
+        return "State: not recorded."
 
     def span(a, b, unit):
         vals = [float(r[k]) for r in rows for k in (a, b) if r.get(k, "") not in ("", "-1")]
@@ -54,124 +106,125 @@ def state_line(rows):
     sm = span("gpu_mhz_start", "gpu_mhz_end", " MHz")
     if sm:
         top = rows[0].get("gpu_max_mhz", "")
-        parts.append("SM " + sm + (" of " + top + " MHz" if top not in ("", "-1") else ""))
+        parts.append("SM " + sm + (" of {:.0f}".format(float(top)) if top not in ("", "-1")
+                                   else ""))
     for a, b, name, unit in (("mem_mhz_start", "mem_mhz_end", "memory", " MHz"),
-                             ("gpu_celsius_start", "gpu_celsius_end", "GPU", " °C"),
-                             ("power_w_start", "power_w_end", "power", " W")):
+                             ("gpu_celsius_start", "gpu_celsius_end", "", " °C"),
+                             ("power_w_start", "power_w_end", "", " W")):
         s = span(a, b, unit)
         if s:
-            parts.append(name + " " + s)
+            parts.append((name + " " if name else "") + s)
     for k in ("pstate_start", "power_mode", "clocks"):
         if rows[0].get(k):
             parts.append(rows[0][k])
     reasons = sorted({r[k] for r in rows for k in ("throttle_start", "throttle_end") if r.get(k)})
-    parts.append("throttle reasons: " + (", ".join(reasons) or "none"))
+    parts.append("throttle: " + (", ".join(reasons) or "none"))
     warnings = sorted({r["state_warning"] for r in rows if r.get("state_warning")})
-    line = "device state (" + src + "): " + ", ".join(parts)
-    return line + ("; " + "; ".join(warnings) if warnings else "")
+    return ("State (" + rows[0]["state_source"] + "): " + ", ".join(parts) +
+            ("; " + "; ".join(warnings) if warnings else "") + ".")
 
 
 def main():
-    out, commit = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    into = None
+    if "--into" in args:
+        k = args.index("--into")
+        into = args[k + 1]
+        del args[k:k + 2]
+    out = args[0]
+    commit = args[1] if len(args) > 1 else ""
+    gather(out, commit)
     ops = {o["name"]: o for o in json.load(open(os.path.join(out, "list.json")))}
-    tables = {}  # (table, input, size) -> rows
-    header = None
-    with open(os.path.join(out, "results.csv"), "w", newline="") as f:
-        w = None
-        for path in sorted(glob.glob(os.path.join(out, "csv", "*.csv"))):
-            table, inp, size = os.path.basename(path)[:-4].split("@")
-            with open(path, newline="") as g:
-                rows = list(csv.DictReader(g))
-            if not rows:
-                continue
-            if w is None:
-                header = ["table", "input", "size", "commit"] + list(rows[0].keys())
-                w = csv.DictWriter(f, fieldnames=header)
-                w.writeheader()
-            for r in rows:
-                w.writerow({"table": table, "input": inp, "size": size, "commit": commit, **r})
-            tables[(table, inp, size)] = rows
+    tables = {}
+    with open(os.path.join(out, "results.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            tables.setdefault((r["table"], r["input"], r["size"]), []).append(r)
+            commit = commit or r["commit"]
 
-    md = []
-    stages = [(k, stage_rows(v), v) for k, v in sorted(tables.items()) if k[0] == "stages"]
-    columns = sorted({(k[1], k[2]) for k, _, _ in stages},
-                     key=lambda c: (c[0].startswith("synthetic"), c[1] != "1280x736", c))
-    first = next((c for c in columns if not c[0].startswith("synthetic")), None)
+    sections = {}
+    md = sections.setdefault("stages", [])
+    stages = {k: stage_rows(v) for k, v in tables.items() if k[0] == "stages"}
+    cols = sorted({(k[1], k[2]) for k in stages},
+                  key=lambda c: (c[0].startswith("synthetic"), c[1] != "1280x736", c))
+    first = cols[0] if cols else None
+    heads = [("synthetic " if i.startswith("synthetic") else i.split(".")[0] + " ") +
+             ("4K" if s == "3840x2160" else s) for i, s in cols]
     for name, op in ops.items():
-        if not any(s == name for (_, _, _), p, _ in stages for (s, _) in p):
+        got = {v["name"]: {c: stages[("stages",) + c].get((name, v["name"])) for c in cols}
+               for v in op["variants"]}
+        if not any(r for by in got.values() for r in by.values()):
             continue
-        md.append("### " + name + "\n")
-        md.append("`benchmarks/run.sh` (`bench --sweep-variants --input INPUT --size WxH`), "
-                  "commit `" + commit + "`, L2-warm, median µs; % of copy and the Orin estimate "
-                  "at " + (first[1] + " on " + first[0] if first else "the first column") + ".\n")
-        head = ["step"] + ["µs, " + i + " → " + s for i, s in columns] + \
-            ["% of copy", "Orin µs~", "what moved"]
-        md.append("| " + " | ".join(head) + " |")
-        md.append("|" + "---|" + "---:|" * (len(head) - 2) + "---|")
+        md += ["### " + name,
+               "| step | " + " | ".join("µs " + h for h in heads) +
+               " | % of copy | Orin µs~ | what moved |",
+               "|---|" + "---:|" * (len(cols) + 2) + "---|"]
         used = []
         for v in op["variants"]:
-            cells = []
-            at = {}
-            for (t, i, s), picked, rows in stages:
-                at[(i, s)] = picked.get((name, v["name"]))
-            cells = [cell(at.get(c)) for c in columns]
-            ref = at.get(first) if first else None
-            cells += [cell(ref, "pct_copy", "{:.1f}"), cell(ref, "orin_estimate_us", "{:.1f}")]
-            md.append("| " + " | ".join([v["name"]] + cells + [v["delta"]]) + " |")
-            used += [r for _, p, _ in stages for (s, vv), r in p.items() if s == name and
-                     vv == v["name"]]
-        md.append("\n" + state_line(used) + "\n")
+            by = got[v["name"]]
+            ref = by.get(first)
+            why = sorted({r["runs"] for r in by.values() if r and r.get("runs")})
+            delta = v["delta"] + "".join(" (= " + short(w.split(":")[0]) + w[w.find(":"):] + ")"
+                                         for w in why)
+            md.append("| " + " | ".join([v["name"]] + [timed(by.get(c)) for c in cols] +
+                                        [value(ref, "pct_copy"),
+                                         value(ref, "orin_estimate_us"), delta]) + " |")
+            used += [r for r in by.values() if r]
+        md += ["", state_line(used)]
 
+    md = sections.setdefault("playgrounds", [])
     for (table, inp, size), rows in sorted(tables.items()):
-        if table == "stages":
+        if table in ("stages", "frame"):
             continue
         picked = stage_rows(rows)
-        op = ops.get(table, {"variants": []})
-        md.append("### " + table + " playground, " + size + "\n")
-        md.append("`bench --lab " + table + " --size " + size + " --sweep-variants --warmup 3 "
-                  "--reps 20`, commit `" + commit + "`.\n")
-        md.append("| step | µs | GB/s | GFLOP/s | % of ceiling | what moved |")
-        md.append("|---|---:|---:|---:|---:|---|")
-        for v in op["variants"]:
+        md += ["### " + table + ", " + size,
+               "| step | µs | GB/s | GFLOP/s | % of ceiling | what moved |",
+               "|---|---:|---:|---:|---:|---|"]
+        for v in ops.get(table, {"variants": []})["variants"]:
             r = next((r for (s, vv), r in picked.items() if vv == v["name"]), None)
             if r is None:
                 continue
-            md.append("| " + " | ".join([v["name"], cell(r), cell(r, "gbs", "{:.0f}"),
-                                         cell(r, "gflops", "{:.0f}"),
-                                         cell(r, "pct_ceiling", "{:.1f}"), v["delta"]]) + " |")
-        md.append("\n" + state_line(list(picked.values())) + "\n")
+            ceil = value(r, "pct_ceiling") if value(r, "pct_ceiling") != "-" else \
+                value(r, "pct_copy") + " (of copy)" if value(r, "pct_copy") != "-" else "-"
+            md.append("| " + " | ".join([v["name"], timed(r), value(r, "gbs", 0),
+                                         value(r, "gflops", 0), ceil, v["delta"]]) + " |")
+        md += ["", state_line(list(picked.values()))]
 
-    frames = {}
-    for path in sorted(glob.glob(os.path.join(out, "json", "frame@*.json"))):
-        _, inp, size, step = os.path.basename(path)[:-5].split("@")
-        try:
-            frames[(inp, size, step)] = json.load(open(path))
-        except ValueError:
-            continue
-    if frames:
-        with open(os.path.join(out, "frames.csv"), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["input", "size", "topk_step", "commit", "mode", "median_us", "p95_us"])
-            for (i, s, v), j in sorted(frames.items()):
-                for mode in ("frame", "frame_stream", "frame_graph"):
-                    if mode + "_median_us" in j:
-                        w.writerow([i, s, v, commit, mode, j[mode + "_median_us"],
-                                    j.get(mode + "_p95_us", "")])
-        cols = sorted({(i, s) for i, s, _ in frames}, key=lambda c: (c[1] != "1280x736", c))
-        md.append("### The whole frame per topk step\n")
-        md.append("`bench --preset examples/presets/fastest.json --variant topk=STEP --reps 200`, "
-                  "commit `" + commit + "`; one CUDA graph between one event pair, median µs.\n")
-        md.append("| topk step | " + " | ".join(i + " → " + s for i, s in cols) + " |")
-        md.append("|---|" + "---:|" * len(cols))
+    md = sections.setdefault("frames", [])
+    rows = [r for k, v in tables.items() if k[0] == "frame" for r in v
+            if r["kernel"] == "frame_graph"]
+    if rows:
+        fcols = sorted({(r["input"], r["size"]) for r in rows},
+                       key=lambda c: (c[1] != "1280x736", c))
+        at = {(r["input"], r["size"], r["variant"]): r for r in rows}
+        md += ["| topk step | " + " | ".join("µs " + i.split(".")[0] + " " +
+                                            ("4K" if s == "3840x2160" else s)
+                                            for i, s in fcols) + " |",
+               "|---|" + "---:|" * len(fcols)]
         for v in ops["topk"]["variants"]:
-            got = [frames.get((i, s, v["name"]), {}).get("frame_graph_median_us") for i, s in cols]
             md.append("| " + v["name"] + " | " + " | ".join(
-                "{:.2f}".format(x) if x is not None else "not measured" for x in got) + " |")
-        st = [{k: "" if v is None else str(v) for k, v in j["frame_graph_state"].items()}
-              for j in frames.values() if j.get("frame_graph_state")]
-        md.append("\n" + state_line(st) + "\n")
+                number(at[(i, s, v["name"])]["median_us"]) if (i, s, v["name"]) in at
+                else "not measured" for i, s in fcols) + " |")
+        md += ["", state_line(rows)]
     with open(os.path.join(out, "tables.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
+        for name, lines in sections.items():
+            f.write(begin(name, commit) + "\n" + "\n".join(lines) + "\n" + END + "\n\n")
+    if into:  # replace each section between its markers in the document
+        text = open(into).read()
+        for name, lines in sections.items():
+            a = text.find(begin(name, "").split(" (")[0])
+            b = text.find(END, a)
+            if a < 0 or b < 0:
+                sys.exit("tables.py: " + into + " has no '" + name + "' markers")
+            text = text[:a] + begin(name, commit) + "\n" + "\n".join(lines) + "\n" + text[b:]
+        open(into, "w").write(text)
+
+
+END = "<!-- end of generated tables -->"
+
+
+def begin(name, commit):
+    return ("<!-- tables: " + name + " (benchmarks/tables.py, results of " + commit +
+            "; edit the script, not the tables) -->")
 
 
 if __name__ == "__main__":

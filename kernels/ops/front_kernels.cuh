@@ -155,7 +155,7 @@ struct FrontNoSink {
 // was active for 69 % of the launch on average (ncu: 16.4 of 23.6 k cycles). Launched first, the
 // border blocks spread over the SMs and their warps are the oldest, first in the issue order:
 // 78 % active, 1280x736 11.6-11.9 -> 10.6-10.9 us, 3840x2160 56.3 -> 55.3 on the H200
-// (BENCHMARKS.md, table "nms").
+// (BENCHMARKS.md, "What the code relies on").
 //
 // MIN_BLOCKS: __launch_bounds__'s blocks an SM, 0 for none (nms v5), 3 for topk's listed front
 // (topk.cu). 0 is not the same as 1: with (256, 1) ptxas gave nms v5 216 registers, with (256) 76.
@@ -274,8 +274,8 @@ struct PlaneSource {
     ImageView<const float> src;
     int xs[6];  // the taps x-2..x+3, clamped (EDGE)
     // !EDGE: tap x-2 of the next row taps() reads, a row further after each call (not a 64-bit
-    // product from each row's index: 123 fewer instructions a warp in nms v5; BENCHMARKS.md,
-    // table "nms"). Made on the interior path only: an edge strip's first row may lie above it.
+    // product from each row's index: 123 fewer instructions a warp in nms v5). Made on the
+    // interior path only: an edge strip's first row may lie above it.
     const char* next;
     __device__ Rows(const PlaneSource& s, int x, int y_first)
         : src(s.plane),
@@ -448,7 +448,7 @@ __device__ __forceinline__ void front_pairs_block(const Src& src, const ImageVie
   // Does anything of the block's strips (blur's taps included) cross a border, or read rows the
   // source must fix up? The same test as pair_col_edge and pair_row_edge below, written out: with
   // those calls here, topk v14's front measured 71.5 us at 4K against 62.1, the same registers
-  // (H200; BENCHMARKS.md, "What the topk code relies on"); a change to one must be made to the
+  // (H200; BENCHMARKS.md, "What the code relies on"); a change to one must be made to the
   // other.
   const bool edge =
       PATHS == 2 || (PATHS == 0 && (y0 == 0 || y0 + ROWS + FRONT_HALO > h || block_x - BLUR_R < 0 ||

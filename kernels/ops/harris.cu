@@ -154,7 +154,7 @@ OpDef harris_op() {
       "det and trace^2 cancel: error of a few ulp of a*c, reported relative to max|R| (the "
       "spec's 1e-5); fast math only flushes denormals";
   // clang-format off
-  // Fastest at 4K; v5 is 4 % faster at 1280x736 but 10 % slower at 4K (BENCHMARKS.md).
+  // Fastest at 4K; v5 is 5 % faster at 1280x736 but 9 % slower at 4K (BENCHMARKS.md, "harris").
   op.default_variant = "v3_rows";
   op.variants = {
       {"v1_direct", "3x3 windows of gx and gy through __ldg, products formed per tap",

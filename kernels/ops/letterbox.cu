@@ -400,10 +400,10 @@ static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
   launch_fused(ctx, a, LETTERBOX_REUSE_ROWS, true, "letterbox_v5_row_reuse", kRowReuse);
 }
 
-// The reuse that pays at this scale (H200, 17 scales from 5.4x enlarged to 5x shrunk,
-// BENCHMARKS.md): enlarging, the last pair (rows repeat their pair); down to 1.6x smaller, v5's
-// last row (at 1.6x about 40 % of rows start on the row the last one ended on); past that none,
-// v4 (a row's loads would wait on a test that rarely hits).
+// The reuse that pays at this scale (H200, 17 scales from 5.4x enlarged to 5x shrunk;
+// BENCHMARKS.md, "What the code relies on"): enlarging, the last pair (rows repeat their pair);
+// down to 1.6x smaller, v5's last row (at 1.6x about 40 % of rows start on the row the last one
+// ended on); past that none, v4 (a row's loads would wait on a test that rarely hits).
 static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
   const auto src = a.in[0].view<const uint8_t>();
   const auto dst = a.out[0].view<float>();

@@ -801,7 +801,7 @@ __device__ __forceinline__ void pair_front_part(const PlaneSource& src,
 
 // In one launch (v14) both unrolled paths are in use on every SM at once (a border block in every
 // row of blocks), the front's top stall is an instruction-cache miss (ncu on the H200;
-// BENCHMARKS.md, "What the topk code relies on") and the kernel holds the edge path's 128
+// BENCHMARKS.md, "What the code relies on") and the kernel holds the edge path's 128
 // registers: 8 blocks of 2 warps an SM. The interior path alone took 89 (ptxas, sm_90); held to 80
 // (3 blocks of 256 threads, or 12 of 64, an SM) it spills nothing, and 12 blocks fit, not 8.
 template <int ROWS, bool WAIT = false>
@@ -991,7 +991,7 @@ __device__ void topk_bucket_rank(const uint64_t* list, uint32_t n, uint32_t k, u
 }
 
 // Fewer survivors than this: v10's count of every pair, which costs ~n^2 and the buckets' five
-// barriers ~1 us. H200, rank alone (BENCHMARKS.md, "What the topk code relies on"): n = 5,339
+// barriers ~1 us. H200, rank alone (BENCHMARKS.md, "What the code relies on"): n = 5,339
 // 12.2 -> 8.7 us, 4,416 9.7 -> 8.1, 3,257 7.8 -> 7.3; chessboard.png's few hundred tied corners
 // 6.0 -> 6.9.
 constexpr uint32_t kMinBucketedKeys = 3072;
@@ -1210,7 +1210,7 @@ __global__ void __launch_bounds__(kSelectThreads)
   cooperative_groups::this_grid().sync();  // m >= k candidates placed: no pad rows
   // What follows (l2norm v5, launched programmatically) may take its places for the last phase
   // (it waits for the keypoints). Let in from the kernel's start, its blocks made the 1280x736
-  // frame 0.7-1.0 us slower on the H200 (BENCHMARKS.md, "What the topk code relies on").
+  // frame 0.7-1.0 us slower on the H200 (BENCHMARKS.md, "What the code relies on").
   griddep_launch_dependents();
   const int lane = int(threadIdx.x) & 31;
   const uint32_t warps = gridDim.x * (kSelectThreads / 32);
@@ -1473,7 +1473,7 @@ static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
 // v11's choice of front: nms v6's pairs (in launch order, below) when their blocks fill the GPU
 // at least twice over, else v5's. A pair front has 2/3 of v5's warps per SM (128 registers) and
 // 2.3x fewer warps in all, so a small frame leaves SMs short of warps. v6's kernel in launch
-// order against v5 on graf1.png (H200; BENCHMARKS.md, table "nms"): 6 % faster at
+// order against v5 on graf1.png (H200; BENCHMARKS.md, "What the code relies on"): 6 % faster at
 // 3840x2160 (4.5 such waves), 4 % at 3200x1800 (3.1), level at 2560x1440 (1.96), 10 % slower at
 // 1920x1080 (1.2) and 19 % at 1280x736 (0.5).
 static bool pair_front_pays(int width, int height, Block block) {
@@ -1539,7 +1539,7 @@ static TopkListSink launch_listed_front(LaunchContext& ctx, const StageArgs& a, 
     // 54 -> 50 us from it. The remap does cut the instruction-cache stalls here too, but with
     // the sink it takes the kernel to 158 registers (15 % of the warps resident against 22 %),
     // and capped at 128 it spills 6 MB: 67-70 us under ncu on pier_4k.jpg against 60.5 (H200;
-    // BENCHMARKS.md, "What the topk code relies on"). Registers are not the whole cause: at 117
+    // BENCHMARKS.md, "What the code relies on"). Registers are not the whole cause: at 117
     // (survivor rows marked by a vote) the ordered front was slower still.
     launch(ctx, "topk_pair_front_listed",
            nms_v6_front_pairs_kernel<FRONT_ROWS, TopkListSink, false>, grid, block, 0,
@@ -1549,7 +1549,7 @@ static TopkListSink launch_listed_front(LaunchContext& ctx, const StageArgs& a, 
     // At most 85 registers (three blocks of 256 an SM): it takes 80 and spills 60 bytes. Left
     // to itself ptxas gave this kernel 102 once the blocks ran border first (80 before), and
     // it took 13.5-14.0 us at 1280x736, against 11.7-11.9 capped (H200; BENCHMARKS.md, "What
-    // the topk code relies on").
+    // the code relies on").
     const auto kernel = nms_v5_fused_front_kernel<FRONT_ROWS, TopkListSink, 3>;
     launch(ctx, "topk_front_listed", kernel, grid, block, 0, src, blur, map, hk, thr, sink,
            v5_order(src.width, src.height, int(a.block.x / 32), grid));
