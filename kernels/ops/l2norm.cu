@@ -217,7 +217,7 @@ OpDef l2norm_op() {
       "sums of 64 in another order + rsqrtf (2 ulp): 1e-5 per value of a unit vector, "
       "and cosine >= 0.9999 per descriptor; fast math: the same operations";
   // clang-format off
-  op.default_variant = "v1_block64";
+  op.default_variant = "v2_warp";  // fastest unfused step everywhere (BENCHMARKS.md, "l2norm")
   op.variants = {
       {"v1_block64", "two warps per descriptor: shuffles, then a shared-memory exchange",
        block64, {64, 1}, launch_v1, nullptr},
