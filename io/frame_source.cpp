@@ -187,8 +187,6 @@ class FolderSource : public FrameSource {
 
 #if defined(LAB_WITH_OPENCV)
 
-// OpenCV logs its own multi-line warnings when a backend fails to open something; the error
-// we throw is the one line the user should see.
 // GLib's warnings and criticals (GStreamer's "assertion 'GST_IS_BIN (bin)' failed" for a pipeline
 // it cannot parse) would print before the lab's one-line error: they are kept here instead, and
 // the last one goes inside that error's parentheses. GLib comes with OpenCV's GStreamer backend;
@@ -196,7 +194,8 @@ class FolderSource : public FrameSource {
 std::mutex g_glib_mutex;
 std::string g_glib_last;
 
-void keep_glib_message(const char* domain, int, const char* message, void*) {
+void keep_glib_message(const char* domain, int level, const char* message, void*) {
+  if (!(level & 0x1C)) return;  // G_LOG_LEVEL_ERROR, _CRITICAL, _WARNING; not messages or debug
   std::lock_guard<std::mutex> lock(g_glib_mutex);
   g_glib_last = std::string(domain ? domain : "GLib") + ": " + (message ? message : "");
 }
@@ -219,6 +218,8 @@ std::string take_glib_message() {
   return m;
 }
 
+// OpenCV logs its own multi-line warnings when a backend fails to open something; the error
+// we throw is the one line the user should see.
 void quiet_opencv() {
   cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
   quiet_glib();
