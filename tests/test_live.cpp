@@ -274,7 +274,8 @@ TEST_SUITE("cpu") {
     const Result k = lab_cli("asm blur --kernel \"$(printf 'no\\033[2Jsuch')\"");
     CHECK(k.out.find('\x1b') == std::string::npos);
     if (k.code == 69 && has(k, "PTX was not embedded")) {  // the sanitizer build has no PTX
-      MESSAGE(std::string("skipped the --kernel echo: ") + k.out);
+      const std::string why = "skipped the --kernel echo: " + k.out;
+      MESSAGE(why);
     } else {
       CHECK(k.code == 64);
       CHECK(has(k, "no\\x1b[2Jsuch"));
