@@ -224,6 +224,7 @@ BmpInfo bmp_header(const std::string& name, ImageHeader& h, const uint8_t* p, si
                   " bits per pixel");
   if ((c == 1 || c == 2) && ht < 0) bad(name, "malformed BMP header (top-down RLE)");
   if (b.offset < 14 + hsize) bad(name, "malformed BMP header (pixel data inside the header)");
+  if (w < 0) bad(name, "malformed BMP header (width " + std::to_string(w) + ")");  // only rows flip
   h.width = w;
   h.height = ht < 0 ? -ht : ht;
   h.channels = b.bpp == 32 ? 4 : 3;
