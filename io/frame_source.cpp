@@ -200,16 +200,6 @@ void keep_glib_message(const char* domain, int level, const char* message, void*
   g_glib_last = std::string(domain ? domain : "GLib") + ": " + (message ? message : "");
 }
 
-void quiet_glib() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    using Handler = void (*)(const char*, int, const char*, void*);
-    using SetDefault = Handler (*)(Handler, void*);
-    if (auto set = reinterpret_cast<SetDefault>(dlsym(RTLD_DEFAULT, "g_log_set_default_handler")))
-      set(keep_glib_message, nullptr);
-  });
-}
-
 // The GLib message kept since the last call, as " (DOMAIN: message)", or "".
 std::string take_glib_message() {
   std::lock_guard<std::mutex> lock(g_glib_mutex);
@@ -222,10 +212,16 @@ std::string take_glib_message() {
 // we throw is the one line the user should see.
 void quiet_opencv() {
   cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
-  quiet_glib();
-  // FFmpeg's own log ("moov atom not found") would precede the lab's one-line error: OpenCV reads
-  // this once, when its FFmpeg backend first starts (-8 is AV_LOG_QUIET). A user's value stays.
-  setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0);
+  static std::once_flag once;  // once, before any source's threads read the environment
+  std::call_once(once, [] {
+    using Handler = void (*)(const char*, int, const char*, void*);
+    using SetDefault = Handler (*)(Handler, void*);
+    if (auto set = reinterpret_cast<SetDefault>(dlsym(RTLD_DEFAULT, "g_log_set_default_handler")))
+      set(keep_glib_message, nullptr);
+    // FFmpeg's own log ("moov atom not found") would precede the lab's one-line error: OpenCV
+    // reads this when its FFmpeg backend first starts (-8 is AV_LOG_QUIET). A user's value stays.
+    setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0);
+  });
 }
 
 std::string seconds_text(std::chrono::milliseconds d) {
