@@ -26,7 +26,8 @@ namespace {
 constexpr const char* kAbout =
     "Kernel Lab: an interactive visualizer and laboratory for GPU kernels.\n"
     "Runs an image keypoint pipeline (letterbox -> blur -> sobel -> harris -> nms -> topk ->\n"
-    "sample -> l2norm) on the GPU, shows the keypoints and descriptors it finds,\n"
+    "sample -> l2norm; --variant detect=... does blur to topk in one stage) on the GPU, shows\n"
+    "the keypoints and descriptors it finds,\n"
     "times every launch, estimates its occupancy (this GPU and Jetson Orin sm_87) and diffs\n"
     "every output against a plain CPU reference. Without a GPU it runs the CPU references.\n"
     "Teaching playgrounds (--lab): matmul up to cuBLAS, reduce/scan/sort against CUB and\n"

@@ -51,6 +51,14 @@ bool selected(const std::vector<std::string>& only, const std::string& name) {
 }
 
 // Every --stage must name a stage of the pipeline that runs (not only an op the lab knows).
+// `c` with the on-demand stages `names` selects (bench --stage detect adds detect).
+CommonOptions with_stages(CommonOptions c, const std::vector<std::string>& names) {
+  for (const auto& n : names)
+    for (const Op& op : registry())
+      if (op.def.name == n && (op.pipelines & LAB_ON_DEMAND)) c.add_stages.push_back(n);
+  return c;
+}
+
 void check_stage_names(const std::vector<std::string>& names, const CommonOptions& c) {
   if (names.empty()) return;
   const PipelineConfig p = build_pipeline(c);
@@ -267,6 +275,7 @@ PipelineConfig build_pipeline(const CommonOptions& o) {
   }
   // A playground's size is its problem size (make_lab_inputs), not the letterbox's.
   if (!o.size.empty() && !playground_of(p)) apply_size(p, o.size);
+  for (const auto& s : o.add_stages) stage_of(p, s);
   for (const auto& s : o.variants) apply_variant(p, s);
   for (const auto& s : o.blocks) apply_block(p, s);
   for (const auto& s : o.maths) apply_math(p, s);
@@ -301,7 +310,7 @@ UploadMode pick_upload(const std::string& spec) {
 int cmd_list(const ListOptions& o) {
   if (o.fastest_preset) {  // examples/presets/fastest.json is this output (a test checks it)
     PipelineConfig p = default_pipeline();
-    for (const std::string& v : fastest_variants()) apply_variant(p, v);
+    apply_fastest(p);
     std::cout << preset_to_json(p) << "\n";
     return 0;
   }
@@ -402,7 +411,8 @@ int cmd_list(const ListOptions& o) {
 
 // ---- check -----------------------------------------------------------------------------------
 
-int cmd_check(const CommonOptions& c, const CheckOptions& o) {
+int cmd_check(const CommonOptions& common, const CheckOptions& o) {
+  const CommonOptions c = with_stages(common, o.stages);
   check_stage_names(o.stages, c);
   auto s = open_session(c);
   Runner& r = s->runner;
@@ -709,7 +719,8 @@ int print_ncu(const CommonOptions& c, const BenchOptions& o) {
 }
 }  // namespace
 
-int cmd_bench(const CommonOptions& c, const BenchOptions& o) {
+int cmd_bench(const CommonOptions& common, const BenchOptions& o) {
+  const CommonOptions c = with_stages(common, o.stages);
   check_stage_names(o.stages, c);
   if (o.print_ncu) return print_ncu(c, o);
   auto s = open_session(c);

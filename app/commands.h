@@ -29,6 +29,8 @@ struct CommonOptions {
   bool graph = false;                  // replay the pipeline as a CUDA graph (run, bench, gui)
   std::string upload = "auto";         // auto | pageable | pinned | mapped
   std::vector<std::string> variants, blocks, maths, params;
+  // On-demand stages (detect) to add: bench and check add those their --stage names.
+  std::vector<std::string> add_stages;
   size_t max_pixels = io::kDefaultMaxPixels;
   bool accept_truncated = false;  // decode truncated PNG/JPEG files, with a warning
 };

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates BENCHMARKS.md's tables on the GPU machine, in one call (well inside its 10 minutes):
 # every stage's ladder on real photos (box_in_scene.png at 1280x736, pier_4k.jpg at 3840x2160)
-# and on the synthetic scene beside them, the whole frame per topk step with the fastest preset,
+# and on the synthetic scene beside them, the whole frame per topk and detect step with the fastest
+# preset (detect removed for the topk steps), the same pipeline in PyTorch as the peer,
 # and every playground's ladder. Each `bench` CSV carries the device state (clocks, temperature,
 # power, throttle reasons) at its start and end. Output, in a folder git ignores:
-#   OUT/results.csv  every row (the frame per topk step too), with the table, input, size, commit
+#   OUT/results.csv  every row (the frame per step too), with the table, input, size, commit
 #   OUT/tables.md    one markdown table per stage and playground (benchmarks/tables.py)
 #   OUT/assets/      every picture in assets/ (scripts/gpu-proof.sh's assets section)
 # Commit OUT/results.csv as benchmarks/results/<gpu>.csv, paste OUT/tables.md's tables into
@@ -23,10 +24,10 @@ commit=${LAB_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$out/csv"
 rm -f "$out"/csv/*.csv
 
-bench() {  # bench TABLE INPUT SIZE ARGS...: one CSV, named by its table, input and size
+bench() {  # bench TABLE[@PART] INPUT SIZE ARGS...: one CSV, named by its table, input and size
   local table=$1 input=$2 size=$3
   shift 3
-  local f="$out/csv/$table@$(basename "$input")@$size.csv"
+  local f="$out/csv/${table%%@*}@$(basename "$input")@$size${table#"${table%%@*}"}.csv"
   timeout 120 "$lab" bench --input "$input" --size "$size" --reps "$reps" --csv -o "$f" "$@" ||
     echo "run.sh: $table on $input at $size failed (exit $?)" >&2
 }
@@ -36,21 +37,38 @@ for spec in "$data/box_in_scene.png 1280x736" "$data/pier_4k.jpg 3840x2160" \
   "synthetic:1280x736 1280x736" "synthetic:3840x2160 3840x2160"; do
   set -- $spec
   bench stages "$1" "$2" --sweep-variants
+  bench stages@detect "$1" "$2" --sweep-variants --stage detect  # on demand: added by --stage
 done
-# The whole frame per topk step, the fastest preset otherwise (JSON: the frame figures and state).
+# The whole frame per topk and detect step, the fastest preset otherwise (JSON: the frame figures
+# and state); a topk step runs with detect removed from the preset (else detect skips it).
 mkdir -p "$out/json"
 rm -f "$out"/json/*.json
+python3 -c '
+import json, sys
+p = json.load(open("examples/presets/fastest.json"))
+p["pipeline"] = [s for s in p["pipeline"] if s["op"] != "detect"]
+json.dump(p, open(sys.argv[1], "w"), indent=2)' "$out/fastest-staged.json"
 steps=$("$lab" list --json | python3 -c '
 import json, sys
-print(" ".join(v["name"] for o in json.load(sys.stdin) if o["name"] == "topk" for v in o["variants"]))')
+print(" ".join(o["name"] + "=" + v["name"] for o in json.load(sys.stdin)
+               if o["name"] in ("topk", "detect") for v in o["variants"]))')
 for spec in "$data/box_in_scene.png 1280x736" "$data/pier_4k.jpg 3840x2160"; do
   set -- $spec
   for v in $steps; do
+    preset=examples/presets/fastest.json
+    [ "${v%%=*}" = topk ] && preset=$out/fastest-staged.json
     timeout 120 "$lab" bench --input "$1" --size "$2" --reps 200 --json \
-      -o "$out/json/frame@$(basename "$1")@$2@$v.json" \
-      --preset examples/presets/fastest.json --variant "topk=$v" ||
-      echo "run.sh: the frame with topk=$v on $1 failed (exit $?)" >&2
+      -o "$out/json/frame@$(basename "$1")@$2@$v.json" --preset "$preset" --variant "$v" ||
+      echo "run.sh: the frame with $v on $1 failed (exit $?)" >&2
   done
+done
+# The peer: the same pipeline in PyTorch operators, eager and as a CUDA graph, in the same run as
+# the lab's fastest preset (scripts/torch_pipeline.py).
+for spec in "$data/box_in_scene.png 1280x736" "$data/pier_4k.jpg 3840x2160"; do
+  set -- $spec
+  timeout 240 python3 scripts/torch_pipeline.py --lab "$lab" --input "$1" --size "$2" --reps 200 \
+    --preset examples/presets/fastest.json --json "$out/json/peer@$(basename "$1")@$2@torch.json" \
+    >"$out/torch@$(basename "$1")@$2.txt" || echo "run.sh: the PyTorch peer on $1 failed (exit $?)" >&2
 done
 # The playgrounds: each ladder at BENCHMARKS.md's size, 3 untimed runs and 20 timed (a naive
 # step takes up to half a second a run at these sizes).

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """BENCHMARKS.md's tables from one benchmarks/run.sh output folder.
 
-First gathers what run.sh wrote into OUT/results.csv: every row of OUT/csv/TABLE@INPUT@SIZE.csv
-(bench --csv) with the table, input, size and commit in front, and the whole frame per topk step
-from OUT/json/frame@INPUT@SIZE@STEP.json (bench --json; table "frame", the mode in "kernel").
+First gathers what run.sh wrote into OUT/results.csv: every row of OUT/csv/TABLE@INPUT@SIZE[@PART].csv
+(bench --csv) with the table, input, size and commit in front, and the whole frame per topk and
+detect step from OUT/json/frame@INPUT@SIZE@STAGE=STEP.json (bench --json; table "frame", the mode
+in "kernel").
 Then writes OUT/tables.md from results.csv and OUT/list.json (list --json), so the committed
 results file alone regenerates the tables. A step that ran another step's code is marked in its
 cells ("= v14") and its row says why.
 Usage: tables.py OUT [COMMIT] [--into BENCHMARKS.md]  (--into replaces the document's tables
-between their markers: <!-- tables: stages|playgrounds|frames ... --> and the end marker)
+between their markers: <!-- tables: stages|playgrounds|frames|peers ... --> and the end marker)
 """
 import csv
 import glob
@@ -25,7 +26,7 @@ STATE = ["state_source", "gpu_mhz_start", "gpu_mhz_end", "gpu_max_mhz", "mem_mhz
 def gather(out, commit):
     rows = []
     for path in sorted(glob.glob(os.path.join(out, "csv", "*.csv"))):
-        table, inp, size = os.path.basename(path)[:-4].split("@")
+        table, inp, size = os.path.basename(path)[:-4].split("@")[:3]
         with open(path, newline="") as g:
             rows += [{"table": table, "input": inp, "size": size, "commit": commit, **r}
                      for r in csv.DictReader(g)]
@@ -43,6 +44,19 @@ def gather(out, commit):
                              "median_us": j[mode + "_median_us"],
                              "p95_us": j.get(mode + "_p95_us", ""), "in_frame": "0",
                              **{k: "" if st.get(k) is None else st[k] for k in STATE}})
+    for path in sorted(glob.glob(os.path.join(out, "json", "peer@*.json"))):
+        _, inp, size, peer = os.path.basename(path)[:-5].split("@")
+        try:
+            j = json.load(open(path))
+        except ValueError:
+            continue
+        st = j.get("lab_state") or {}
+        for kernel in ("lab_frame_graph_us", "lab_frame_stream_us", "torch_graph_us",
+                       "torch_eager_us"):
+            rows.append({"table": "peer", "input": inp, "size": size, "commit": commit,
+                         "stage": peer, "variant": j.get("torch", ""), "kernel": kernel[:-3],
+                         "median_us": j[kernel], "in_frame": "0",
+                         **{k: "" if st.get(k) is None else st[k] for k in STATE}})
     if rows:
         fields = list(rows[0])
         with open(os.path.join(out, "results.csv"), "w", newline="") as f:
@@ -173,7 +187,7 @@ def main():
 
     md = sections.setdefault("playgrounds", [])
     for (table, inp, size), rows in sorted(tables.items()):
-        if table in ("stages", "frame"):
+        if table in ("stages", "frame", "peer"):
             continue
         picked = stage_rows(rows)
         md += ["### " + table + ", " + size,
@@ -196,15 +210,35 @@ def main():
         fcols = sorted({(r["input"], r["size"]) for r in rows},
                        key=lambda c: (c[1] != "1280x736", c))
         at = {(r["input"], r["size"], r["variant"]): r for r in rows}
-        md += ["| topk step | " + " | ".join("µs " + i.split(".")[0] + " " +
-                                            ("4K" if s == "3840x2160" else s)
-                                            for i, s in fcols) + " |",
+        md += ["| step | " + " | ".join("µs " + i.split(".")[0] + " " +
+                                       ("4K" if s == "3840x2160" else s)
+                                       for i, s in fcols) + " |",
                "|---|" + "---:|" * len(fcols)]
-        for v in ops["topk"]["variants"]:
-            md.append("| " + v["name"] + " | " + " | ".join(
-                number(at[(i, s, v["name"])]["median_us"]) if (i, s, v["name"]) in at
-                else "not measured" for i, s in fcols) + " |")
+        for op in ("topk", "detect"):
+            for v in ops[op]["variants"]:
+                step = op + "=" + v["name"]
+                md.append("| " + op + " " + v["name"] + " | " + " | ".join(
+                    number(at[(i, s, step)]["median_us"]) if (i, s, step) in at
+                    else "not measured" for i, s in fcols) + " |")
         md += ["", state_line(rows)]
+    md = sections.setdefault("peers", [])
+    peer = {(r["input"], r["size"], r["kernel"]): r for k, v in tables.items() if k[0] == "peer"
+            for r in v}
+    if peer:
+        md += ["| input → plane | the lab, a graph (µs) | stage by stage | PyTorch graph | ratio | "
+               "PyTorch eager |", "|---|---:|---:|---:|---:|---:|"]
+        for i, s in sorted({(k[0], k[1]) for k in peer}, key=lambda c: (c[1] != "1280x736", c)):
+            us = {m: float(peer[(i, s, m)]["median_us"]) for m in
+                  ("lab_frame_graph", "lab_frame_stream", "torch_graph", "torch_eager")
+                  if (i, s, m) in peer}
+            if len(us) < 4:
+                continue
+            md.append("| " + i + " → " + s + " | " + " | ".join(
+                [number(us["lab_frame_graph"]), number(us["lab_frame_stream"]),
+                 number(us["torch_graph"]),
+                 "{:.1f}x".format(us["torch_graph"] / us["lab_frame_graph"]),
+                 number(us["torch_eager"])]) + " |")
+        md += ["", state_line([r for r in peer.values() if r["kernel"] == "lab_frame_graph"])]
     with open(os.path.join(out, "tables.md"), "w") as f:
         for name, lines in sections.items():
             f.write(begin(name, commit) + "\n" + "\n".join(lines) + "\n" + END + "\n\n")

@@ -130,39 +130,37 @@ want bench && {  # real images first (bench's default is box_in_scene.png), the 
   step "$lab" bench --sweep-variants --sweep-blocks --sweep-math --input "$LAB_DATA_DIR/graf1.png" --size 1280x736 --csv --out "$out/sweep-1280x736.csv"
   step "$lab" bench --sweep-variants --sweep-blocks --input "$LAB_DATA_DIR/graf1.png" --size 3840x2160 --reps 50 --csv --out "$out/sweep-3840x2160.csv"
 } 2>&1 | tee "$out/bench.log"
-want topk && {  # the exact top-K on real images (issue 16): checked, under every sanitizer tool, timed
+want topk && {  # the exact top-K (topk from the map, detect from the fused front) on real images: checked, under every sanitizer tool, timed
   for img in box_in_scene.png graf1.png chessboard.png astronaut.png; do
-    step "$lab" check --input "$LAB_DATA_DIR/$img" --stage topk
+    step "$lab" check --input "$LAB_DATA_DIR/$img" --stage topk --stage detect
   done
-  step "$lab" check --input "$LAB_DATA_DIR/graf1.png" --size 3840x2160 --stage topk --quick
+  step "$lab" check --input "$LAB_DATA_DIR/graf1.png" --size 3840x2160 --stage topk --stage detect --quick
   for tool in memcheck racecheck initcheck synccheck; do
-    step "$san" --tool $tool --error-exitcode 99 "$lab" check --input "$LAB_DATA_DIR/graf1.png" --size 640x368 --stage topk --quick
+    step "$san" --tool $tool --error-exitcode 99 "$lab" check --input "$LAB_DATA_DIR/graf1.png" --size 640x368 --stage topk --stage detect --quick
   done
   # the select's refinement (plateaus, ties over its buffer) and K past its cap
   step "$san" --tool memcheck --error-exitcode 99 "$here/bin/lab_tests" --test-suite=gpu -tc="topk at scale*"
-  for v in v4_compact_select v5_one_launch v6_in_flight v7_binned_rank v8_shared_select v9_listed_front v10_counted_rank v11_pair_front v12_bucketed_count v14_selected_once v15_split_front v16_overlapped; do
-    step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$LAB_DATA_DIR/brick.png" --variant topk=$v
+  for v in topk=v4_compact_select topk=v5_in_flight topk=v6_shared_select detect=v1_listed detect=v2_counted_rank detect=v3_selected_once detect=v4_split_overlapped; do
+    step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 3 --input "$LAB_DATA_DIR/brick.png" --variant $v
   done
-  # v11's pair front runs from 3200x1800 up (v5's below), nms v6's at every size
-  step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/graf1.png" --size 3833x2157 --variant topk=v11_pair_front
-  step "$san" --tool memcheck --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/graf1.png" --size 3833x2157 --variant topk=v12_bucketed_count
   step "$san" --tool memcheck --error-exitcode 99 "$lab" run --frames 2 --input "$LAB_DATA_DIR/graf1.png" --size 3833x2157 --variant nms=v6_front_pairs
-  # v14's candidates selected once past the cap: the 4K photo's 32,140 survivors
-  for tool in memcheck racecheck synccheck; do
-    step "$san" --tool $tool --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/pier_4k.jpg" --size 3840x2160 --variant topk=v14_selected_once
-  done
-  # v15's interior and ring (a programmatic edge in the graph), odd sizes moving the ring; v16
-  # and l2norm v5 (every launch from the counters' zeroing to the descriptors programmatic)
+  # detect v3's candidates selected once past the cap (the 4K photo's 32,140 survivors); topk v6
+  # on the same map
   for tool in memcheck racecheck synccheck initcheck; do
-    step "$san" --tool $tool --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/pier_4k.jpg" --size 3847x2177 --variant topk=v15_split_front
+    step "$san" --tool $tool --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/pier_4k.jpg" --size 3840x2160 --variant detect=v3_selected_once
+    step "$san" --tool $tool --error-exitcode 99 "$lab" run --graph --frames 2 --input "$LAB_DATA_DIR/pier_4k.jpg" --size 3840x2160 --variant topk=v6_shared_select
+  done
+  # detect v4's interior and ring (a programmatic edge in the graph), odd sizes moving the ring;
+  # with l2norm v5 (every launch from the counters' zeroing to the descriptors programmatic)
+  for tool in memcheck racecheck synccheck initcheck; do
     step "$san" --tool $tool --error-exitcode 99 "$lab" run --graph --frames 2 --preset "$repo/examples/presets/fastest.json" --input "$LAB_DATA_DIR/pier_4k.jpg" --size 3847x2177
   done
   for img in box_in_scene.png graf1.png astronaut.png coffee.png; do
-    step "$lab" bench --stage topk --sweep-variants --input "$LAB_DATA_DIR/$img" --size 1280x736 --reps 200
+    step "$lab" bench --stage topk --stage detect --sweep-variants --input "$LAB_DATA_DIR/$img" --size 1280x736 --reps 200
   done
-  # many survivors (NMS threshold 0: 11,400 at 1280x736, 97,153 at 4K on graf1): v8's case
-  step "$lab" bench --stage topk --sweep-variants --input "$LAB_DATA_DIR/graf1.png" --param nms.threshold=0 --reps 200
-  step "$lab" bench --stage topk --sweep-variants --input "$LAB_DATA_DIR/graf1.png" --size 3840x2160 --param nms.threshold=0 --reps 200
+  # many survivors (NMS threshold 0: 11,400 at 1280x736, 97,153 at 4K on graf1): topk v6's case
+  step "$lab" bench --stage topk --stage detect --sweep-variants --input "$LAB_DATA_DIR/graf1.png" --param nms.threshold=0 --reps 200
+  step "$lab" bench --stage topk --stage detect --sweep-variants --input "$LAB_DATA_DIR/graf1.png" --size 3840x2160 --param nms.threshold=0 --reps 200
 } 2>&1 | tee "$out/topk.log"
 if want torch && python3 -c "import torch" 2>/dev/null; then
   step python3 "$here/torch_pipeline.py" --lab "$lab" --topk-input "$LAB_DATA_DIR/graf1.png" 2>&1 | tee "$out/torch.log"

@@ -2,6 +2,7 @@
 """The keypoint pipeline written with PyTorch operators, timed beside kernel-lab in one run.
 
     python3 scripts/torch_pipeline.py --lab build-gpu/kernel-lab [--input synthetic] [--size 1280x736] [--reps 200]
+        [--preset examples/presets/fastest.json] [--json OUT.json]
 
 Runs, on the same GPU and in the same process tree:
   1. kernel-lab bench --json on a 1920x1080 BGR frame -> 1280x736, K = 4096: the whole pipeline
@@ -160,8 +161,12 @@ def main():
                     help="the pipeline's output size, WxH")
     ap.add_argument("--variant", action="append", default=[],
                     help="STAGE=NAME for kernel-lab's pipeline (repeatable), e.g. nms=v5_fused_front")
+    ap.add_argument("--preset", default=None, help="a kernel-lab preset for its pipeline")
+    ap.add_argument("--json", default=None,
+                    help="also write the whole-pipeline figures here (benchmarks/run.sh's peers)")
     a = ap.parse_args()
-    variants = [arg for v in a.variant for arg in ("--variant", v)]
+    variants = (["--preset", a.preset] if a.preset else []) + \
+        [arg for v in a.variant for arg in ("--variant", v)]
     out_w, out_h = (int(v) for v in a.size.split("x"))
     variants += ["--size", a.size]  # kernel-lab's options for the pipeline, the size with them
     torch.backends.cudnn.benchmark = True
@@ -214,6 +219,13 @@ def main():
     print(f"  keypoints on the same letterboxed frame: kernel-lab {len(l_set)}, PyTorch "
           f"{len(t_set)}, common {inter} (precision {inter / max(1, len(l_set)):.3f}, recall "
           f"{inter / max(1, len(t_set)):.3f})")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                       "reps": a.reps, "lab_frame_graph_us": bench["frame_graph_median_us"],
+                       "lab_frame_stream_us": bench["frame_stream_median_us"],
+                       "torch_graph_us": graph_us, "torch_eager_us": eager_us,
+                       "lab_state": bench.get("frame_graph_state")}, f, indent=1)
     print(f"\ntop-K of 4096 from 1024x1024 = 2^20 scores ({survivors} non-zero), us")
     print(f"  torch.topk                              {torch_topk_us:9.1f}")
     totals = {}

@@ -116,12 +116,11 @@ void for_each_config(bool gpu, const std::string& op,
     }
 }
 
-// topk's variants that do the dense front's work too (their input is the letterbox plane).
-const std::vector<std::string> kListed = {
-    "v9_listed_front",   "v10_counted_rank", "v11_pair_front", "v12_bucketed_count",
-    "v14_selected_once", "v15_split_front",  "v16_overlapped"};
-bool listed(const std::string& v) {
-  return std::count(kListed.begin(), kListed.end(), v) > 0;
+// detect's variants: the dense front's work and topk's (their input is the letterbox plane).
+std::vector<std::string> detect_variants() {
+  std::vector<std::string> v;
+  for (const VariantDef& d : find_op("detect").def.variants) v.push_back(d.name);
+  return v;
 }
 // The sizes the fused fronts' GPU cases run at: 4K, odd, small, one pixel.
 const std::vector<std::string> kFrontSizes = {"3840x2160", "3833x2157", "1280x736", "1001x333",
@@ -202,7 +201,6 @@ std::vector<std::array<float, 3>> rows_of(const HostImage& kp) {
 
 void topk_cases(bool gpu) {
   for_each_config(gpu, "topk", [](Backend b, const std::string& v, MathMode m) {
-    if (listed(v)) return;  // reads the letterbox plane: the listed front's cases below
     const bool approx =
         !v.empty() &&
         !find_op("topk").def.variants[size_t(find_op("topk").find_variant(v))].approx.empty();
@@ -423,37 +421,40 @@ void fused_front_cpu_case(const std::string& file, const std::string& size) {
   CHECK_FALSE(same_bytes(a->read_slot("nms"), b->read_slot("nms")));
 }
 
-// topk's listed-front variants on the CPU: the runner skips blur, sobel, harris and nms, and
-// their reference (the CPU chain, then topk's) gives the five stages' bytes.
-constexpr size_t kTopk = 5;
+// detect on the CPU: the runner adds its stage after topk and skips blur, sobel, harris, nms and
+// topk, and its reference (the CPU chain, then topk's) gives the six stages' bytes.
+constexpr size_t kTopk = 5, kDetect = 6;
 void listed_front_cpu_case(const std::string& file, const std::string& size) {
-  for (const std::string& v : kListed)
+  for (const std::string& v : detect_variants())
     for (const std::string k : {"topk.k=4096", "topk.k=7"}) {
       INFO(file << " -> " << size << " " << v << " " << k);
       const HostImage in = io::load_image(data_path(file));
       const auto five = run_pipeline(Backend::Cpu, in, size, {}, {k, "harris.k=0.05"});
-      const auto one = run_pipeline(Backend::Cpu, in, size, {"topk=" + v}, {k, "harris.k=0.05"});
-      for (size_t i : {kBlur, kSobel, kHarris, kNms}) {
+      const auto one = run_pipeline(Backend::Cpu, in, size, {"detect=" + v}, {k, "harris.k=0.05"});
+      REQUIRE(one->stages().size() == 9);
+      for (size_t i : {kBlur, kSobel, kHarris, kNms, kTopk}) {
         CHECK(one->skipped(i));
-        CHECK(one->fused_into(i) == "topk/" + v);
+        CHECK(one->fused_into(i) == "detect/" + v);
       }
       CHECK_FALSE(one->skipped(0));
       CHECK(one->fused_into(0).empty());
-      CHECK_FALSE(one->skipped(kTopk));
-      CHECK(one->stages()[kTopk].outputs() == std::vector<std::string>{"keypoints", "nms", "blur"});
+      CHECK_FALSE(one->skipped(kDetect));
+      CHECK(one->stages()[kDetect].outputs() ==
+            std::vector<std::string>{"keypoints", "nms", "blur"});
       for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
         CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), std::string(slot));
       // The bytes model: the letterbox plane read; the keypoints, the map and blur written.
       const double plane = double(five->read_slot("nms").desc().bytes());
       const double kps = double(five->read_slot("keypoints").desc().bytes());
-      CHECK(one->stage_bytes(kTopk) == 3 * plane + kps);
-      const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
+      CHECK(one->stage_bytes(kDetect) == 3 * plane + kps);
+      const DiffStats d = one->compare(kDetect, one->reference(kDetect), MathMode::Precise);
       CHECK_MESSAGE(d.pass(), d.detail());
       CHECK(d.max_abs == 0);
       // With nms on its fused front too: nms is skipped, so its variant fuses nothing.
-      const auto both = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front", "topk=" + v},
+      const auto both = run_pipeline(Backend::Cpu, in, size, {"nms=v5_fused_front", "detect=" + v},
                                      {k, "harris.k=0.05"});
-      for (size_t i : {kBlur, kSobel, kHarris, kNms}) CHECK(both->fused_into(i) == "topk/" + v);
+      for (size_t i : {kBlur, kSobel, kHarris, kNms, kTopk})
+        CHECK(both->fused_into(i) == "detect/" + v);
       for (const char* slot : {"keypoints", "descriptors"})
         CHECK_MESSAGE(same_bytes(both->read_slot(slot), one->read_slot(slot)), std::string(slot));
     }
@@ -623,8 +624,7 @@ TEST_SUITE("cpu") {
           front_order_case(w, h, warps, cols, ring_first);
       }
   }
-  TEST_CASE(
-      "topk v9 to v12 (listed fronts): the runner skips the dense front; the references agree") {
+  TEST_CASE("detect: the runner skips the dense front and topk; the references agree") {
     listed_front_cpu_case("box_in_scene.png", "320x184");
     listed_front_cpu_case("graf1.png", "101x57");
     listed_front_cpu_case("graf1.png", "7x5");
@@ -714,12 +714,12 @@ TEST_SUITE("gpu") {
   }
 
   LAB_GPU_CASE(
-      "topk v9 to v14 (listed fronts) on the GPU: the default pipeline's bytes, every block and "
-      "math mode, K at and past the cap, every pixel a candidate, real images") {
+      "detect on the GPU: the default pipeline's bytes, every variant, block and math mode, K at "
+      "and past the cap, every pixel a candidate, real images") {
     // chessboard.png: its corners tie, score for score (the keys differ by the index only).
     const std::vector<std::string> files = {"box_in_scene.png", "graf1.png", "coffee.png",
                                             "chessboard.png"};
-    for (const std::string& v : kListed)
+    for (const std::string& v : detect_variants())
       for (const std::string& file : files) {
         INFO(v);
         const HostImage in = io::load_image(data_path(file));
@@ -729,27 +729,27 @@ TEST_SUITE("gpu") {
             const MathMode m = math == "fast" ? MathMode::Fast : MathMode::Precise;
             const auto five = run_pipeline(Backend::Cuda, in, size, {}, {}, math);
             bool compared = false;
-            const Op& topk = find_op("topk");
-            for (const Block& b : topk.def.variants.at(size_t(topk.find_variant(v))).blocks) {
+            const Op& detect = find_op("detect");
+            for (const Block& b : detect.def.variants.at(size_t(detect.find_variant(v))).blocks) {
               INFO("block " << b.str());
-              const auto one = run_pipeline(Backend::Cuda, in, size, {"topk=" + v}, {}, math,
-                                            {"topk=" + b.str()});
-              for (size_t i : {kBlur, kSobel, kHarris, kNms}) CHECK(one->skipped(i));
+              const auto one = run_pipeline(Backend::Cuda, in, size, {"detect=" + v}, {}, math,
+                                            {"detect=" + b.str()});
+              for (size_t i : {kBlur, kSobel, kHarris, kNms, kTopk}) CHECK(one->skipped(i));
               for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
                 CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)),
                               std::string(slot));
               if (compared) continue;
-              const DiffStats d = one->compare(kTopk, one->reference(kTopk), m);
+              const DiffStats d = one->compare(kDetect, one->reference(kDetect), m);
               CHECK_MESSAGE(d.pass(), d.detail());
               MESSAGE(file << " -> " << size << " " << math << ": " << v
                            << " vs the CPU chain: " << d.detail());
               compared = true;
             }
           }
-        // K = 1, at the 8192 cap and past it (the front, then v2); threshold 0 leaves every
-        // local maximum, tens of thousands of survivors (v10 takes v9's path; v14 selects its
-        // candidates once with K = 4096 and 1000, and with K = 8192 they pass the cap: v9's
-        // refining select); lower thresholds put the survivors between K and v10's 8192 (the
+        // K = 1, at the 8192 cap and past it (the front, then topk v2); threshold 0 leaves every
+        // local maximum, tens of thousands of survivors (v2 takes v1's path; v3 selects its
+        // candidates once with K = 4096 and 1000, and with K = 8192 they pass the cap: v1's
+        // refining select); lower thresholds put the survivors between K and v2's 8192 (the
         // log says how many).
         for (const std::vector<std::string>& params : {std::vector<std::string>{"topk.k=1"},
                                                        {"topk.k=8192"},
@@ -762,7 +762,7 @@ TEST_SUITE("gpu") {
                                                        {"nms.threshold=0.00003", "topk.k=2000"}}) {
           INFO(params.front() << " " << params.back());
           const auto five = run_pipeline(Backend::Cuda, in, "1280x736", {}, params);
-          const auto one = run_pipeline(Backend::Cuda, in, "1280x736", {"topk=" + v}, params);
+          const auto one = run_pipeline(Backend::Cuda, in, "1280x736", {"detect=" + v}, params);
           for (const char* slot : {"nms", "keypoints"})
             CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)),
                           std::string(slot));
@@ -773,12 +773,12 @@ TEST_SUITE("gpu") {
       }
   }
 
-  LAB_GPU_CASE("topk v12 on thousands of tied corners: one bucket, told apart by the index") {
+  LAB_GPU_CASE("detect v3 on thousands of tied corners: one bucket, told apart by the index") {
     // Checkerboards of 22, 24 and 26-pixel squares at 1280x736 (scale 1, no resampling): each
     // inner corner leaves 4 survivors, and thousands of them share one score bit for bit (on the
     // CPU: 7,656, 6,360 and 5,488 survivors, 2,871, 2,385 and 2,058 of the top score), so they
-    // fall in one bucket, more than kMinBucketedKeys in all (the bucketed path, not v10's count,
-    // nor v9's past 8,192), and only the index bits order them.
+    // fall in one bucket, more than kMinBucketedKeys in all (the bucketed path, not v2's count,
+    // nor v1's select past 8,192), and only the index bits order them.
     for (int square : {22, 24, 26}) {
       INFO("square " << square);
       HostImage in(ImageDesc{1280, 736, 1, PixelType::U8});
@@ -788,10 +788,10 @@ TEST_SUITE("gpu") {
       for (const std::string k : {"topk.k=4096", "topk.k=1", "topk.k=8192"}) {
         INFO(k);
         const auto six = run_pipeline(Backend::Cuda, in, "1280x736", {}, {k});
-        const auto twelve =
-            run_pipeline(Backend::Cuda, in, "1280x736", {"topk=v12_bucketed_count"}, {k});
+        const auto three =
+            run_pipeline(Backend::Cuda, in, "1280x736", {"detect=v3_selected_once"}, {k});
         for (const char* slot : {"nms", "keypoints"})
-          CHECK_MESSAGE(same_bytes(six->read_slot(slot), twelve->read_slot(slot)),
+          CHECK_MESSAGE(same_bytes(six->read_slot(slot), three->read_slot(slot)),
                         std::string(slot));
         const auto m = six->read_slot("nms");
         const auto v = m.view<float>();
@@ -811,19 +811,18 @@ TEST_SUITE("gpu") {
   }
 
   LAB_GPU_CASE(
-      "topk v15 (the pair front as the interior, then the ring) and v16 (every launch "
-      "programmatic) give v14's bytes at 4K and odd sizes, every block and math mode; side by "
-      "side in a stream and as a graph, frame after frame") {
-    // The interior and the ring run where v14 runs the pair front (its blocks fill the GPU twice
-    // over: the 4K-class sizes here, not 2560x1440 on the H200) on a device with programmatic
-    // dependent launch (sm_90 and up), else v14's front. Odd widths and heights move the ring's
-    // last column and row of blocks (at 3847x2177 the last row of blocks holds one plane row,
-    // and the ring's lower half-strip there none); every block width, the interior's columns.
-    // v16 zeroes its counters with a kernel where v15 runs a memset.
+      "detect v4 (the pair front as the interior, then the ring, every launch programmatic) "
+      "gives v3's bytes at 4K and odd sizes, every block and math mode; in a stream and as a "
+      "graph, frame after frame") {
+    // The interior and the ring run where the pair front's blocks fill the GPU twice over (the
+    // 4K-class sizes here, not 2560x1440 on the H200) on a device with programmatic dependent
+    // launch (sm_90 and up), else v3. Odd widths and heights move the ring's last column and row
+    // of blocks (at 3847x2177 the last row of blocks holds one plane row, and the ring's lower
+    // half-strip there none); every block width, the interior's columns.
     const bool split = device_info().major >= 9;
-    const Op& topk = find_op("topk");
-    const VariantDef& v15 = topk.def.variants.at(size_t(topk.find_variant("v15_split_front")));
-    REQUIRE(v15.blocks == topk.def.variants.at(size_t(topk.find_variant("v16_overlapped"))).blocks);
+    const Op& detect = find_op("detect");
+    const VariantDef& v4 =
+        detect.def.variants.at(size_t(detect.find_variant("v4_split_overlapped")));
     std::vector<std::pair<std::string, HostImage>> inputs;
     for (const std::string file : {"pier_4k.jpg", "chessboard.png"})
       inputs.emplace_back(file, io::load_image(data_path(file)));
@@ -833,90 +832,78 @@ TEST_SUITE("gpu") {
       const HostImage& in = input.second;
       for (const std::string size : {"3840x2160", "3833x2157", "3847x2177", "2560x1440"})
         for (const std::string math : {"precise", "fast"})
-          for (const Block& b : v15.blocks) {
+          for (const Block& b : v4.blocks) {
             INFO(name << " -> " << size << " " << math << " block " << b.str());
-            const std::vector<std::string> block = {"topk=" + b.str()};
-            const auto fourteen =
-                run_pipeline(Backend::Cuda, in, size, {"topk=v14_selected_once"}, {}, math, block);
-            bool pairs = false;  // v14 ran the pair front
-            for (const LaunchRecord& l : fourteen->launches())
-              pairs |= l.kernel == "topk_pair_front_listed";
-            if (size == "3840x2160" && b == Block{64, 1}) CHECK(pairs);
-            for (const std::string v : {"v15_split_front", "v16_overlapped"}) {
-              INFO(v);
-              const auto one =
-                  run_pipeline(Backend::Cuda, in, size, {"topk=" + v}, {}, math, block);
-              for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-                CHECK_MESSAGE(same_bytes(fourteen->read_slot(slot), one->read_slot(slot)),
-                              std::string(slot));
-              bool interior = false, ring = false, whole = false, zero = false;
-              for (const LaunchRecord& l : one->launches()) {
-                interior |= l.kernel == "topk_pair_front_interior";
-                ring |= l.kernel == "topk_pair_front_ring";
-                whole |= l.kernel == "topk_pair_front_listed" || l.kernel == "topk_front_listed";
-                zero |= l.kernel == "topk_zero_counters";
-              }
-              CHECK(interior == ring);
-              CHECK(interior != whole);
-              CHECK(interior == (split && pairs));
-              CHECK(zero == (interior && v == "v16_overlapped"));
+            const std::vector<std::string> block = {"detect=" + b.str()};
+            const auto three =
+                run_pipeline(Backend::Cuda, in, size, {"detect=v3_selected_once"}, {}, math, block);
+            const auto one = run_pipeline(Backend::Cuda, in, size, {"detect=v4_split_overlapped"},
+                                          {}, math, block);
+            for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+              CHECK_MESSAGE(same_bytes(three->read_slot(slot), one->read_slot(slot)),
+                            std::string(slot));
+            bool interior = false, ring = false, whole = false, zero = false;
+            for (const LaunchRecord& l : one->launches()) {
+              interior |= l.kernel == "topk_pair_front_interior";
+              ring |= l.kernel == "topk_pair_front_ring";
+              whole |= l.kernel == "topk_front_listed";
+              zero |= l.kernel == "topk_zero_counters";
             }
+            CHECK(interior == ring);
+            CHECK(interior != whole);
+            CHECK(zero == interior);
+            if (b == Block{64, 1} && size == "3840x2160") CHECK(interior == split);
+            if (b == Block{64, 1} && size == "2560x1440") CHECK_FALSE(interior);
           }
     }
     // Three frames in a stream without an event between the launches (the ring starts while the
     // interior runs), then three as a CUDA graph (a programmatic edge between the two nodes):
-    // the ring's count of finished blocks starts again from zero each frame. v16 behind letterbox
-    // v7 and ahead of l2norm v5 (which starts early behind the rank): every launch after the
+    // the ring's count of finished blocks starts again from zero each frame. Behind letterbox v7
+    // and ahead of l2norm v5 (which starts early behind the rank): every launch after the
     // letterbox may start before the one before it ends.
     const HostImage pier = io::load_image(data_path("pier_4k.jpg"));
-    const std::vector<std::string> around = {"letterbox=v7_identity", "l2norm=v4_fused_warp"};
-    const auto eager = run_pipeline(Backend::Cuda, pier, "3840x2160", {"topk=v14_selected_once"});
-    const auto eager_around = run_pipeline(Backend::Cuda, pier, "3840x2160",
-                                           {"topk=v14_selected_once", around[0], around[1]});
-    for (const bool graph : {false, true})
-      for (const std::string v : {"v15_split_front", "v16_overlapped"}) {
-        const bool overlapped = v == "v16_overlapped";
-        PipelineConfig p = default_pipeline();
-        apply_variant(p, "topk=" + v);
-        if (overlapped)
-          for (const char* s : {"letterbox=v7_identity", "l2norm=v5_overlapped"})
-            apply_variant(p, s);
-        apply_size(p, "3840x2160");
-        Runner r(Backend::Cuda);
-        r.configure(p, pier.desc());
-        r.set_input(pier);
-        r.set_per_launch_timing(false);
-        r.set_graph(graph);
-        for (int frame = 0; frame < 3; ++frame) {
-          INFO(v << (graph ? " graph" : " stream") << " frame " << frame);
-          for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
-          r.run();
-          CHECK(r.graph() == graph);
-          for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-            CHECK_MESSAGE(
-                same_bytes((overlapped ? eager_around : eager)->read_slot(slot), r.read_slot(slot)),
-                std::string(slot));
-        }
+    const auto eager =
+        run_pipeline(Backend::Cuda, pier, "3840x2160",
+                     {"detect=v3_selected_once", "letterbox=v7_identity", "l2norm=v4_fused_warp"});
+    for (const bool graph : {false, true}) {
+      PipelineConfig p = default_pipeline();
+      for (const char* v :
+           {"detect=v4_split_overlapped", "letterbox=v7_identity", "l2norm=v5_overlapped"})
+        apply_variant(p, v);
+      apply_size(p, "3840x2160");
+      Runner r(Backend::Cuda);
+      r.configure(p, pier.desc());
+      r.set_input(pier);
+      r.set_per_launch_timing(false);
+      r.set_graph(graph);
+      for (int frame = 0; frame < 3; ++frame) {
+        INFO((graph ? "graph" : "stream") << " frame " << frame);
+        for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
+        r.run();
+        CHECK(r.graph() == graph);
+        for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
+          CHECK_MESSAGE(same_bytes(eager->read_slot(slot), r.read_slot(slot)), std::string(slot));
       }
+    }
   }
 
   LAB_GPU_CASE(
-      "topk v14 past the cap: a real 4K photo's tens of thousands of survivors, v12's bytes, "
+      "detect v3 past the cap: a real 4K photo's tens of thousands of survivors, v2's bytes, "
       "every math mode") {
-    // pier_4k.jpg keeps 32,140 survivors at 4K (26,418 at 3833x2157: odd, and rescaled): v14's
+    // pier_4k.jpg keeps 32,140 survivors at 4K (26,418 at 3833x2157: odd, and rescaled): v3's
     // candidates are selected once and ranked within their bins (K = 4096; K = 1: a single bin),
-    // or, with K = 8192, pass the cap and take v9's refining select.
+    // or, with K = 8192, pass the cap and take v1's refining select.
     const HostImage pier = io::load_image(data_path("pier_4k.jpg"));
     for (const std::string size : {"3840x2160", "3833x2157"})
       for (const std::string math : {"precise", "fast"})
         for (const std::string k : {"topk.k=4096", "topk.k=1", "topk.k=8192"}) {
           INFO(size << " " << math << " " << k);
-          const auto twelve =
-              run_pipeline(Backend::Cuda, pier, size, {"topk=v12_bucketed_count"}, {k}, math);
+          const auto two =
+              run_pipeline(Backend::Cuda, pier, size, {"detect=v2_counted_rank"}, {k}, math);
           const auto one =
-              run_pipeline(Backend::Cuda, pier, size, {"topk=v14_selected_once"}, {k}, math);
+              run_pipeline(Backend::Cuda, pier, size, {"detect=v3_selected_once"}, {k}, math);
           for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-            CHECK_MESSAGE(same_bytes(twelve->read_slot(slot), one->read_slot(slot)),
+            CHECK_MESSAGE(same_bytes(two->read_slot(slot), one->read_slot(slot)),
                           std::string(slot));
           bool selected = false;
           for (const LaunchRecord& l : one->launches())
@@ -925,10 +912,10 @@ TEST_SUITE("gpu") {
           const size_t survivors = survivors_in(one->read_slot("nms"));
           CHECK(survivors > 8192);
           if (k != "topk.k=4096" || math != "precise") continue;
-          const DiffStats d = one->compare(kTopk, one->reference(kTopk), MathMode::Precise);
+          const DiffStats d = one->compare(kDetect, one->reference(kDetect), MathMode::Precise);
           CHECK_MESSAGE(d.pass(), d.detail());
           MESSAGE("pier_4k.jpg -> " << size << ": " << survivors
-                                    << " survivors; v14 vs the CPU chain: " << d.detail());
+                                    << " survivors; v3 vs the CPU chain: " << d.detail());
         }
   }
 
@@ -989,14 +976,13 @@ TEST_SUITE("gpu") {
 
   LAB_GPU_CASE("the pipeline as a CUDA graph gives the eager pipeline's bytes, frame after frame") {
     const HostImage in = io::load_image(data_path("box_in_scene.png"));
-    for (const std::string topk :
-         {"v1_sort_all", "v2_select_sort", "v4_compact_select", "v5_one_launch", "v6_in_flight",
-          "v7_binned_rank", "v8_shared_select", "v9_listed_front", "v10_counted_rank",
-          "v11_pair_front", "v12_bucketed_count", "v14_selected_once", "v15_split_front",
-          "v16_overlapped"}) {
-      INFO(topk);
+    for (const std::string spec :
+         {"topk=v1_sort_all", "topk=v2_select_sort", "topk=v4_compact_select", "topk=v5_in_flight",
+          "topk=v6_shared_select", "detect=v1_listed", "detect=v2_counted_rank",
+          "detect=v3_selected_once", "detect=v4_split_overlapped"}) {
+      INFO(spec);
       PipelineConfig p = default_pipeline();
-      apply_variant(p, "topk=" + topk);
+      apply_variant(p, spec);
       Runner r(Backend::Cuda);
       r.configure(p, in.desc());
       r.set_input(in);
@@ -1049,14 +1035,12 @@ TEST_SUITE("gpu") {
                                          : 0.0f;
         }
       for (const VariantDef& v : find_op("topk").def.variants) {
-        if (listed(v.name)) continue;  // the front's own selection: on real images above
-        // v4 to v8 hold at most 8192 candidates in a block: K at that cap, K past it (v2's
+        // v4 to v6 hold at most 8192 candidates in a block: K at that cap, K past it (v2's
         // path), K = 1; the plateau (65,536 equal scores) and the ties (a 13-bit bin holds ~60
         // values x ~1000 pixels) overflow that buffer, so their select refines down to the
         // index bits.
         const bool v4 = v.name.rfind("v4_", 0) == 0 || v.name.rfind("v5_", 0) == 0 ||
-                        v.name.rfind("v6_", 0) == 0 || v.name.rfind("v7_", 0) == 0 ||
-                        v.name.rfind("v8_", 0) == 0;
+                        v.name.rfind("v6_", 0) == 0;
         for (int k : v4 ? std::vector<int>{4096, 8192, 9000, 1} : std::vector<int>{4096}) {
           INFO(std::string(what) << v.name << " k=" << k);
           Harness h(Backend::Cuda, {stage("topk", v.name, MathMode::Precise, {{"k", k}})},

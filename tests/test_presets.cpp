@@ -66,18 +66,23 @@ TEST_SUITE("cpu") {
   TEST_CASE(
       "presets: a retired variant becomes its successor, an unknown one the default; the "
       "rest is kept") {
-    // Every entry names a variant its op no longer has, a successor it has, and a commit.
+    // Every entry names a variant its op no longer has, a successor its successor's op has, and
+    // a commit.
     for (const RetiredVariant& r : retired_variants()) {
-      INFO(r.op << "/" << r.name);
+      const std::string entry = std::string(r.op) + "/" + r.name;
+      INFO(entry);
       const Op& op = find_op(r.op);
       CHECK(op.find_variant(r.name) < 0);
-      REQUIRE(successor_of(r.op, r.name) != nullptr);
-      CHECK(op.find_variant(successor_of(r.op, r.name)) >= 0);
+      CHECK(find_op(r.successor_op ? r.successor_op : r.op).find_variant(r.successor) >= 0);
+      CHECK_FALSE(successor_of(r.op, r.name).empty());
       CHECK(std::string(r.last_commit).size() >= 7);
       CHECK(std::string(r.last_commit).find_first_not_of("0123456789abcdef") == std::string::npos);
     }
-    CHECK(successor_of("topk", "v12_bucketed_count") == nullptr);
-    CHECK(successor_of("blur", "v13_letterboxed_front") == nullptr);  // another op's name
+    CHECK(successor_of("topk", "v5_in_flight").empty());
+    CHECK(successor_of("blur", "v13_letterboxed_front").empty());  // another op's name
+    CHECK(successor_of("topk", "v6_in_flight") == "v5_in_flight");
+    CHECK(successor_of("topk", "v16_overlapped") == "detect/v4_split_overlapped");
+    CHECK(successor_of("topk", "v13_letterboxed_front") == "detect/v3_selected_once");
 
     PipelineConfig p = default_pipeline();
     apply_variant(p, "blur=v3_smem_tile");
@@ -94,23 +99,38 @@ TEST_SUITE("cpu") {
       if (!block.empty()) j["pipeline"][5]["block"] = block;
       return j.dump(2);
     };
-    const PresetLoad retired = preset_from_json(with("v13_letterboxed_front", ""));
+    const PresetLoad retired = preset_from_json(with("v8_shared_select", "1024x1"));
     MESSAGE(retired.warning);
-    CHECK(retired.warning ==
-          "topk: v13_letterboxed_front was retired, v12_bucketed_count runs instead");
+    CHECK(retired.warning == "topk: v8_shared_select was retired, v6_shared_select runs instead");
     const StageConfig& topk = retired.pipeline.stages.at(5);
-    CHECK(topk.variant == "v12_bucketed_count");
-    CHECK(topk.block == Block{128, 1});
+    CHECK(topk.variant == "v6_shared_select");
+    CHECK(topk.block == Block{1024, 1});
     CHECK(topk.params.at("k") == 300);
     CHECK(retired.pipeline.stages.at(1).variant == "v3_smem_tile");  // the rest as saved
     CHECK(retired.pipeline.stages.at(1).block == Block{16, 16});
     CHECK(retired.pipeline.stages.at(3).params.at("k") == doctest::Approx(0.06));
 
     // Retired, and its block is not one the successor takes: the successor's default block.
-    const PresetLoad reblocked = preset_from_json(with("v13_letterboxed_front", "1024x1"));
-    CHECK(reblocked.warning.find("at its default block; 1024x1 does not fit it") !=
+    const PresetLoad reblocked = preset_from_json(with("v8_shared_select", ""));
+    CHECK(reblocked.warning.find("at its default block; 128x1 does not fit it") !=
           std::string::npos);
     CHECK_FALSE(reblocked.pipeline.stages.at(5).block.has_value());
+
+    // Moved to another op: topk runs its default (its parameters kept), and the detect stage
+    // joins after it with the successor, the block and the math mode.
+    const PresetLoad moved = preset_from_json(with("v16_overlapped", ""));
+    CHECK(moved.warning ==
+          "topk: v16_overlapped moved to stage detect as v4_split_overlapped (topk runs its "
+          "default)");
+    REQUIRE(moved.pipeline.stages.size() == 9);
+    CHECK(moved.pipeline.stages.at(5).variant.empty());
+    CHECK_FALSE(moved.pipeline.stages.at(5).block.has_value());
+    CHECK(moved.pipeline.stages.at(5).params.at("k") == 300);
+    CHECK(moved.pipeline.stages.at(6).op == "detect");
+    CHECK(moved.pipeline.stages.at(6).variant == "v4_split_overlapped");
+    CHECK(moved.pipeline.stages.at(6).block == Block{128, 1});
+    CHECK(moved.pipeline.stages.at(7).op == "sample");
+    CHECK(moved.pipeline.stages.at(1).variant == "v3_smem_tile");
 
     // Unknown (a typo, or a later build's step): the op's default, the rest kept.
     const PresetLoad unknown = preset_from_json(with("v99_from_the_future", ""));
@@ -123,15 +143,48 @@ TEST_SUITE("cpu") {
     CHECK(unknown.pipeline.stages.at(5).params.at("k") == 300);
 
     // On the command line a retired name is an error that names the successor.
-    PipelineConfig cli = default_pipeline();
-    apply_variant(cli, "topk=v13_letterboxed_front");
-    try {
-      resolve(cli, nullptr);
-      FAIL("a retired variant resolved");
-    } catch (const Error& e) {
-      CHECK(std::string(e.what()).find("was retired: its successor is v12_bucketed_count") !=
-            std::string::npos);
+    for (const auto& [name, next] : std::vector<std::pair<std::string, std::string>>{
+             {"v7_binned_rank", "v6_shared_select"},
+             {"v16_overlapped", "detect/v4_split_overlapped"}}) {
+      PipelineConfig cli = default_pipeline();
+      apply_variant(cli, "topk=" + name);
+      const std::string want = "was retired: its successor is " + next;
+      try {
+        resolve(cli, nullptr);
+        FAIL("a retired variant resolved");
+      } catch (const Error& e) {
+        CHECK(std::string(e.what()).find(want) != std::string::npos);
+      }
     }
+  }
+
+  TEST_CASE("pipelines: an on-demand stage joins where it is named, in ops.def order") {
+    PipelineConfig p = default_pipeline();
+    CHECK(p.stages.size() == 8);
+    apply_variant(p, "detect=v2_counted_rank");
+    REQUIRE(p.stages.size() == 9);
+    CHECK(p.stages[5].op == "topk");
+    CHECK(p.stages[6].op == "detect");
+    CHECK(p.stages[6].variant == "v2_counted_rank");
+    apply_block(p, "detect=32x1");  // the same stage, not a second one
+    CHECK(p.stages.size() == 9);
+    CHECK(p.stages[6].block == Block{32, 1});
+    CHECK(remove_stage(p, "detect"));
+    CHECK(p.stages.size() == 8);
+    CHECK_FALSE(remove_stage(p, "detect"));
+    CHECK_FALSE(remove_stage(p, "topk"));  // not on demand: stays
+    CHECK(p.stages.size() == 8);
+    // Not in the harris pipeline (no nms or topk to do the work of), nor in a playground.
+    PipelineConfig h = default_pipeline("harris");
+    CHECK_THROWS_WITH_AS(apply_variant(h, "detect=v1_listed"),
+                         "stage 'detect' is not in this pipeline", Error);
+    PipelineConfig m = default_pipeline("matmul");
+    CHECK_THROWS_AS(apply_variant(m, "detect=v1_listed"), Error);
+    // The fastest configuration adds it.
+    PipelineConfig f = default_pipeline();
+    apply_fastest(f);
+    CHECK(f.stages.size() == 9);
+    CHECK(resolve(f, nullptr).size() == 9);
   }
 
   TEST_CASE("presets: the shipped examples/presets/fastest.json loads as it is and runs") {
@@ -140,7 +193,7 @@ TEST_SUITE("cpu") {
         fs::path(env && *env ? env : LAB_EXAMPLES_DIR).parent_path() / "presets" / "fastest.json";
     const PresetLoad r = load_preset(file.string());
     CHECK_MESSAGE(r.warning.empty(), r.warning);
-    REQUIRE(r.pipeline.stages.size() == default_pipeline().stages.size());
+    REQUIRE(r.pipeline.stages.size() == default_pipeline().stages.size() + 1);  // detect
     std::map<std::string, std::string> variant;
     for (const StageConfig& s : r.pipeline.stages) variant[s.op] = s.variant;
     // The file and the GUI's "fastest" button (fastest_variants) say the same.
@@ -161,7 +214,7 @@ TEST_SUITE("cpu") {
         "run --device cpu --input synthetic:320x200 --size 160x96 --preset " + file.string());
     INFO(run.out);
     CHECK(run.code == 0);
-    CHECK(has(run, "skipped: fused into topk/v16_overlapped"));
+    CHECK(has(run, "skipped: fused into detect/v4_split_overlapped"));
     CHECK(has(run, "skipped: fused into l2norm/v5_overlapped"));
   }
 

@@ -16,6 +16,34 @@ namespace {
 // Shapes offered besides a variant's own, so that the refusal reasons can be seen.
 const Block kProbeBlocks[] = {{8, 8}, {16, 8}, {64, 16}, {64, 32}, {1024, 2}};
 
+// An on-demand stage (detect) in the pipeline gets "remove"; one it may hold gets "add".
+void on_demand_stages(GuiApp& app) {
+  PipelineConfig& p = app.ui.pipeline;
+  for (const Op& op : registry()) {
+    if (!(op.pipelines & LAB_ON_DEMAND)) continue;
+    const bool present = std::any_of(p.stages.begin(), p.stages.end(),
+                                     [&](const StageConfig& s) { return s.op == op.def.name; });
+    PipelineConfig trial = p;
+    if (!present) try {
+        stage_of(trial, op.def.name);
+      } catch (const Error&) {
+        continue;  // not a stage this pipeline can hold (a playground, harris)
+      }
+    ImGui::PushID(op.def.name.c_str());
+    if (ImGui::Button(((present ? "remove " : "add ") + op.def.name).c_str())) {
+      if (present)
+        remove_stage(p, op.def.name);
+      else
+        p = trial;
+      app.ui.pipeline_dirty = true;
+    }
+    tip((op.def.summary + (present ? "; removed, the stages it skips run again"
+                                   : "; added, the stages it does the work of are skipped"))
+            .c_str());
+    ImGui::PopID();
+  }
+}
+
 void stage_controls(GuiApp& app, StageConfig& s, int index) {
   const Op& op = s.custom ? *s.custom : find_op(s.op);  // custom: a live kernel's op
   ImGui::PushID(index);
@@ -299,25 +327,20 @@ void draw_pipeline_panel(GuiApp& app) {
     if (ImGui::Button("fastest")) {
       try {  // on a copy: a pipeline without some of the stages is left as it was
         PipelineConfig p = app.ui.pipeline;
-        for (const std::string& v : fastest_variants()) apply_variant(p, v);
+        apply_fastest(p);
         app.ui.pipeline = p;
         app.ui.pipeline_dirty = true;
       } catch (const Error& e) {  // a pipeline without those stages (harris)
         app.ui.message = e.what();
       }
     }
-    tip("the variants of the fastest frames measured on the H200 (BENCHMARKS.md): letterbox "
-        "v7_identity (a plain gray conversion where the frame fits at scale 1), topk "
-        "v16_overlapped, which does the dense front's work itself (two columns a lane on "
-        "frames of 3200x1800 and up, the interior blocks and the border's in two launches, "
-        "each launch started before the one before it ends), "
-        "lists its survivors and ranks each within a bucket of "
-        "scores, past 8,192 survivors within its score bin after one select over the grid "
-        "(blur, sobel, harris and nms then skipped; nms/v5_fused_front is set for when topk "
-        "changes), and the fused descriptor "
-        "head (l2norm/v5_overlapped: sample skipped, launched to start early too); the rest of "
-        "the pipeline as it is. The "
-        "same as examples/presets/fastest.json");
+    std::string list;
+    for (const std::string& v : fastest_variants()) list += "\n  " + v;
+    tip(("the variants of the fastest frames measured on the H200 (BENCHMARKS.md, \"The whole "
+         "frame\"); the rest of the pipeline as it is. The same as "
+         "examples/presets/fastest.json:" +
+         list)
+            .c_str());
   }
   ImGui::BeginDisabled(app.opt.backend != Backend::Cuda);
   if (ImGui::Checkbox("CUDA graph", &app.ui.graph)) app.ui.graph_dirty = true;
@@ -327,6 +350,7 @@ void draw_pipeline_panel(GuiApp& app) {
       "whole); re-captured when the pipeline or the input size changes. GPU only");
   for (size_t i = 0; i < app.ui.pipeline.stages.size(); ++i)
     stage_controls(app, app.ui.pipeline.stages[i], int(i));
+  on_demand_stages(app);
   ImGui::End();
 }
 

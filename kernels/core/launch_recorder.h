@@ -42,7 +42,7 @@ struct LaunchRecord {
   OccupancyEstimate est;   // our calculator on this GPU's limits (agrees with the line above)
   OccupancyEstimate orin;  // our calculator on sm_87 (Jetson Orin) limits and registers
   bool orin_from_sm87_build = false;  // registers from the sm_87 build (else this GPU's)
-  // Another step's code ran for this one ("v14_selected_once: below sm_90"); empty: its own.
+  // Another step's code ran for this one ("v3_selected_once: below sm_90"); empty: its own.
   std::string runs;
   int threads() const { return int(block.x * block.y * block.z); }
 };

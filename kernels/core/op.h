@@ -143,7 +143,7 @@ struct VariantDef {
   ShapeFn shape = nullptr;
   CompareFn compare = nullptr;
   // Where this step runs another step's code (LaunchContext::runs_step), in a few words for
-  // `list`: "below sm_90: v14_selected_once". Empty: its own code everywhere.
+  // `list`: "below sm_90: v3_selected_once". Empty: its own code everywhere.
   std::string runs_when;
 };
 

@@ -10,10 +10,15 @@ namespace lab {
 namespace {
 
 StageConfig& stage_named(PipelineConfig& p, const std::string& name) {
-  for (auto& s : p.stages)
-    if (s.op == name) return s;
-  find_op(name);  // throws "unknown stage" listing the known ones
-  throw Error(ErrorKind::Usage, "stage '" + name + "' is not in this pipeline");
+  return stage_of(p, name);
+}
+
+// ops.def's position of `op`; SIZE_MAX for a name the registry does not have ("user").
+size_t registry_index(const std::string& op) {
+  const auto& ops = registry();
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].def.name == op) return i;
+  return SIZE_MAX;
 }
 
 // Splits "KEY=VALUE"; throws with the accepted `form` when there is no '='.
@@ -60,7 +65,8 @@ PipelineConfig default_pipeline(const std::string& name) {
   if (name == "keypoints" || name == "harris") {
     const unsigned want = name == "keypoints" ? LAB_KEYPOINTS : LAB_HARRIS;
     for (const Op& op : registry())
-      if (op.pipelines & want) p.stages.push_back(stage_config(op.def.name));
+      if ((op.pipelines & want) && !(op.pipelines & LAB_ON_DEMAND))
+        p.stages.push_back(stage_config(op.def.name));
     return p;
   }
   for (const Op& op : registry())
@@ -143,7 +149,8 @@ std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* de
     } else {
       const int v = op.find_variant(s.variant);
       if (v < 0) {
-        if (const char* next = successor_of(op.def.name, s.variant))
+        const std::string next = successor_of(op.def.name, s.variant);
+        if (!next.empty())
           throw Error(ErrorKind::Usage, "variant '" + s.variant + "' of stage " + s.op +
                                             " was retired: its successor is " + next);
         std::string known;
@@ -167,44 +174,116 @@ std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* de
 
 const std::vector<RetiredVariant>& retired_variants() {
   static const std::vector<RetiredVariant> table = {
-      {"topk", "v13_letterboxed_front", "v12_bucketed_count", "1464c56"},
+      {"topk", "v13_letterboxed_front", "v3_selected_once", "1464c56", "detect"},
+      {"topk", "v5_one_launch", "v5_in_flight", "4e25ac9"},
+      {"topk", "v6_in_flight", "v5_in_flight", "4e25ac9"},
+      {"topk", "v7_binned_rank", "v6_shared_select", "4e25ac9"},
+      {"topk", "v8_shared_select", "v6_shared_select", "4e25ac9"},
+      {"topk", "v9_listed_front", "v1_listed", "4e25ac9", "detect"},
+      {"topk", "v10_counted_rank", "v2_counted_rank", "4e25ac9", "detect"},
+      {"topk", "v11_pair_front", "v2_counted_rank", "4e25ac9", "detect"},
+      {"topk", "v12_bucketed_count", "v3_selected_once", "4e25ac9", "detect"},
+      {"topk", "v14_selected_once", "v3_selected_once", "4e25ac9", "detect"},
+      {"topk", "v15_split_front", "v4_split_overlapped", "4e25ac9", "detect"},
+      {"topk", "v16_overlapped", "v4_split_overlapped", "4e25ac9", "detect"},
   };
   return table;
 }
 
-const char* successor_of(const std::string& op, const std::string& name) {
-  const char* next = nullptr;
+namespace {
+// The last entry of the chain from (op, name), or null if it was never retired.
+const RetiredVariant* retired_entry(const std::string& op, const std::string& name) {
+  const RetiredVariant* last = nullptr;
+  std::string o = op, n = name;
   for (bool moved = true; moved;) {  // the table may chain: a successor retired in turn
     moved = false;
     for (const RetiredVariant& r : retired_variants())
-      if (op == r.op && (next ? next : name) == r.name) next = r.successor, moved = true;
+      if (o == r.op && n == r.name) {
+        last = &r, moved = true;
+        o = r.successor_op ? r.successor_op : r.op, n = r.successor;
+        break;
+      }
   }
-  return next;
+  return last;
+}
+}  // namespace
+
+std::string successor_of(const std::string& op, const std::string& name) {
+  const RetiredVariant* r = retired_entry(op, name);
+  if (!r) return "";
+  return r->successor_op && op != r->successor_op
+             ? std::string(r->successor_op) + "/" + r->successor
+             : std::string(r->successor);
 }
 
 std::vector<std::string> migrate_variants(PipelineConfig& p) {
   std::vector<std::string> notes;
-  for (StageConfig& s : p.stages) {
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    StageConfig& s = p.stages[i];
     const Op* op = s.custom.get();
     if (!op)
       for (const Op& o : registry())
         if (o.def.name == s.op) op = &o;
     if (!op || s.variant.empty() || op->find_variant(s.variant) >= 0) continue;
-    const char* next = successor_of(op->def.name, s.variant);
-    const std::string was = s.variant;
-    s.variant =
-        next && op->find_variant(next) >= 0 ? next : op->def.variants[op->default_variant()].name;
-    notes.push_back(s.op + ": " + printable(was, 60) +
-                    (next ? " was retired" : " is not a variant") + ", " + s.variant +
-                    " runs instead");
-    if (s.block &&
-        !block_refusal(op->def.variants[size_t(op->find_variant(s.variant))], *s.block, nullptr)
-             .empty()) {
-      notes.back() += " (at its default block; " + s.block->str() + " does not fit it)";
-      s.block.reset();
+    const RetiredVariant* r = retired_entry(op->def.name, s.variant);
+    const std::string was = s.variant, stage = s.op;
+    StageConfig* to = &s;
+    const bool moved = r && r->successor_op && stage != r->successor_op;
+    if (moved) {  // moved: its op's stage joins
+      const MathMode math = s.math;
+      const std::optional<Block> block = s.block;
+      s.variant.clear(), s.block.reset();
+      to = &stage_of(p, r->successor_op);  // may insert: `s` is not used past here
+      to->variant = r->successor, to->math = math, to->block = block;
+      notes.push_back(stage + ": " + was + " moved to stage " + r->successor_op + " as " +
+                      r->successor + " (" + stage + " runs its default)");
+    } else {
+      to->variant = r && op->find_variant(r->successor) >= 0
+                        ? r->successor
+                        : op->def.variants[op->default_variant()].name;
+      notes.push_back(stage + ": " + printable(was, 60) +
+                      (r ? " was retired" : " is not a variant") + ", " + to->variant +
+                      " runs instead");
+    }
+    const Op& to_op = moved ? find_op(to->op) : *op;
+    if (to->block && !block_refusal(to_op.def.variants[size_t(to_op.find_variant(to->variant))],
+                                    *to->block, nullptr)
+                          .empty()) {
+      notes.back() += " (at its default block; " + to->block->str() + " does not fit it)";
+      to->block.reset();
     }
   }
   return notes;
+}
+
+StageConfig& stage_of(PipelineConfig& p, const std::string& name) {
+  for (auto& s : p.stages)
+    if (s.op == name) return s;
+  const Op& op = find_op(name);  // throws "unknown stage" listing the known ones
+  const size_t at = registry_index(name);
+  // On demand: an image pipeline that holds every default stage of the op's named pipelines.
+  bool fits = (op.pipelines & LAB_ON_DEMAND) && !playground_of(p);
+  for (const Op& o : registry())
+    if (fits && (o.pipelines & op.pipelines & (LAB_KEYPOINTS | LAB_HARRIS)) &&
+        !(o.pipelines & LAB_ON_DEMAND)) {
+      bool has = false;
+      for (const auto& s : p.stages) has = has || s.op == o.def.name;
+      fits = has;
+    }
+  if (!fits) throw Error(ErrorKind::Usage, "stage '" + name + "' is not in this pipeline");
+  size_t pos = 0;  // after the last stage that comes before it in ops.def
+  for (size_t i = 0; i < p.stages.size(); ++i)
+    if (registry_index(p.stages[i].op) < at) pos = i + 1;
+  return *p.stages.insert(p.stages.begin() + std::ptrdiff_t(pos), stage_config(name));
+}
+
+bool remove_stage(PipelineConfig& p, const std::string& name) {
+  for (auto it = p.stages.begin(); it != p.stages.end(); ++it)
+    if (it->op == name && (find_op(name).pipelines & LAB_ON_DEMAND)) {
+      p.stages.erase(it);
+      return true;
+    }
+  return false;
 }
 
 std::optional<Block> parse_wxh(const std::string& s) {
@@ -272,8 +351,12 @@ void apply_size(PipelineConfig& p, const std::string& wxh) {
 
 const std::vector<std::string>& fastest_variants() {
   static const std::vector<std::string> v = {"letterbox=v7_identity", "nms=v5_fused_front",
-                                             "topk=v16_overlapped", "l2norm=v5_overlapped"};
+                                             "detect=v4_split_overlapped", "l2norm=v5_overlapped"};
   return v;
+}
+
+void apply_fastest(PipelineConfig& p) {
+  for (const std::string& v : fastest_variants()) apply_variant(p, v);
 }
 
 }  // namespace lab

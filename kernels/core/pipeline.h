@@ -76,9 +76,10 @@ inline bool optional_slot(const std::string& s) {
   return !s.empty() && s.back() == '?';
 }
 
-// The named pipelines: "keypoints" (every stage: letterbox -> blur -> sobel -> harris -> nms ->
-// topk -> sample -> l2norm), "harris" (the dense part, up to the Harris response), then one per
-// playground ("matmul", "reduce", ...: a single stage over inputs made from a size and a seed).
+// The named pipelines: "keypoints" (letterbox -> blur -> sobel -> harris -> nms -> topk ->
+// sample -> l2norm; detect, which does blur to topk in one stage, joins when named), "harris"
+// (the dense part, up to the Harris response), then one per playground ("matmul", "reduce", ...:
+// a single stage over inputs made from a size and a seed).
 std::vector<std::string> pipeline_names();
 // Every stage of the named pipeline at its default; throws Error(Usage) listing the names.
 PipelineConfig default_pipeline(const std::string& name = "keypoints");
@@ -108,22 +109,31 @@ LabInputs make_lab_inputs(const Op& op, const std::string& size, uint64_t seed);
 // variant, its successor).
 std::vector<ResolvedStage> resolve(const PipelineConfig& p, const DeviceInfo* dev);
 
-// A variant that left the lab, the one that took its place, and the last commit that had it
-// (CHANGELOG.md says why). The one table saved presets and the GUI's autosave migrate through.
+// A variant that left the lab or moved to another op, the one that took its place, and the
+// last commit that had it (CHANGELOG.md says why). The one table saved presets and the GUI's
+// autosave migrate through.
 struct RetiredVariant {
   const char* op;
   const char* name;
-  const char* successor;  // a variant of the same op
+  const char* successor;  // a variant of successor_op
   const char* last_commit;
+  const char* successor_op = nullptr;  // null: the same op; else the step moved to that op
 };
 const std::vector<RetiredVariant>& retired_variants();
-// The successor of a retired variant, following the table to a variant the op has; null if
-// `name` was never retired.
-const char* successor_of(const std::string& op, const std::string& name);
-// A saved pipeline made usable stage by stage: a retired variant becomes its successor, an
-// unknown one the op's default, a block the (new) variant refuses its default. One line per
-// change; the rest of the pipeline is kept. Unknown ops and parameters are left to resolve().
+// "op/variant" where a retired variant's successor lives, following the table; "variant" alone
+// for the same op; empty if `name` was never retired.
+std::string successor_of(const std::string& op, const std::string& name);
+// A saved pipeline made usable stage by stage: a retired variant becomes its successor (a moved
+// one: the op's default, and the successor's op added as a stage with it), an unknown one the
+// op's default, a block the (new) variant refuses its default. One line per change; the rest of
+// the pipeline is kept. Unknown ops and parameters are left to resolve().
 std::vector<std::string> migrate_variants(PipelineConfig& p);
+// The stage of `op` in `p`, added in ops.def order when `op` is LAB_ON_DEMAND for this pipeline
+// (an image pipeline that holds every other stage of the op's named pipeline). Throws
+// Error(Usage) for an unknown op or one this pipeline cannot hold.
+StageConfig& stage_of(PipelineConfig& p, const std::string& op);
+// Removes an on-demand stage (the Pipeline panel's "remove"); false if there was none.
+bool remove_stage(PipelineConfig& p, const std::string& op);
 
 // "WxH" -> Block / size; nullopt when malformed.
 std::optional<Block> parse_wxh(const std::string& s);
@@ -136,13 +146,14 @@ void apply_param(PipelineConfig& p, const std::string& spec);    // STAGE.NAME=V
 void apply_size(PipelineConfig& p, const std::string& wxh);      // letterbox output size
 
 // The keypoint pipeline's variants of the fastest frames measured on the H200 (BENCHMARKS.md,
-// "The whole frame"): letterbox v7 (v6, and a plain gray conversion at scale 1), the fused dense
-// front, topk v16 (which does the front's work itself, in column pairs on large frames, lists its
-// survivors and ranks them, each launch started before the one before it ends; nms/v5_fused_front
-// stays for when topk changes) and the fused descriptor head l2norm v5, as STAGE=NAME. Every stage
-// that runs is named, so that a variant added later does not join it by being the last (an op's
-// default when none is named). examples/presets/fastest.json holds the same (a test checks it); the
-// GUI's "fastest" button applies them.
+// "The whole frame"): letterbox v7 (v6, and a plain gray conversion at scale 1), detect v4 (blur
+// to topk in one stage: the front in column pairs on large frames, its survivors listed and
+// ranked, each launch started before the one before it ends; nms/v5_fused_front stays for when
+// detect is removed) and the fused descriptor head l2norm v5, as STAGE=NAME. Every stage that
+// runs is named, so that a variant added later does not join it by being the last (an op's
+// default when none is named). examples/presets/fastest.json holds the same (a test checks it).
 const std::vector<std::string>& fastest_variants();
+// Applies them to `p` (the GUI's "fastest" button, `list --fastest-preset`).
+void apply_fastest(PipelineConfig& p);
 
 }  // namespace lab

@@ -9,13 +9,15 @@
 
 namespace lab {
 
-// The named image pipelines an op is a stage of (ops.def).
-constexpr unsigned LAB_KEYPOINTS = 1, LAB_HARRIS = 2;
+// The named image pipelines an op is a stage of (ops.def). LAB_ON_DEMAND: the op is not in the
+// pipeline's default stages; naming it (a variant, block, math mode or parameter, a preset, the
+// Pipeline panel) adds its stage in ops.def order.
+constexpr unsigned LAB_KEYPOINTS = 1, LAB_HARRIS = 2, LAB_ON_DEMAND = 4;
 
 struct Op {
   OpDef def;                            // description and precise launchers
   std::vector<LaunchFn> fast_launch;    // the same variants compiled with --use_fast_math
-  unsigned pipelines = 0;               // LAB_KEYPOINTS | LAB_HARRIS (ops.def)
+  unsigned pipelines = 0;               // LAB_KEYPOINTS | LAB_HARRIS | LAB_ON_DEMAND (ops.def)
   bool live = false;                    // a live kernel may replace it (float planes only)
   std::vector<std::string> test_sizes;  // a playground's odd sizes for the GPU sweep
 

@@ -234,7 +234,7 @@ std::string Runner::fused_into(size_t i) const {
   if (!m_skip.at(i) || !m_stages.at(i).enabled) return "";
   for (size_t k = i + 1; k < m_stages.size(); ++k) {
     const auto& fuses = m_stages[k].variant_def().fuses;
-    // A stage skipped itself fuses nothing (topk v9 skips nms, whose v5 would fuse blur).
+    // A stage skipped itself fuses nothing (detect skips nms, whose v5 would fuse blur).
     if (m_stages[k].enabled && !m_skip[k] &&
         std::find(fuses.begin(), fuses.end(), m_stages[i].op->def.name) != fuses.end())
       return m_stages[k].op->def.name + "/" + m_stages[k].variant_def().name;

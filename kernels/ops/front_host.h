@@ -1,4 +1,4 @@
-// The host side of the fused dense front (nms/v5_fused_front, topk/v9_listed_front): the
+// The host side of the fused dense front (nms/v5_fused_front, detect): the
 // parameters it takes from the stages it does the work of, its grid, and the references it
 // borrows from the registry.
 #pragma once

@@ -1,6 +1,6 @@
-// The fused dense front's device code (nms/v5_fused_front, topk/v9_listed_front): blur, sobel,
+// The fused dense front's device code (nms/v5_fused_front, detect): blur, sobel,
 // harris and nms in one kernel, from the letterbox plane. Its own header, apart from
-// nms_kernels.cuh, so that nms.cu and topk.cu both compile the kernel (the non-template kernels
+// nms_kernels.cuh, so that nms.cu and detect.cu both compile the kernel (the non-template kernels
 // of nms_kernels.cuh may be defined once). nvcc and NVRTC both compile it.
 #pragma once
 
@@ -134,7 +134,7 @@ __device__ __forceinline__ void front_strip(const ImageView<const float>& src,
 }
 
 // What the front does with the strip it wrote besides writing it: nothing (nms v5, v6), or list
-// the survivors (topk v9 to v11). Called once per strip by every lane of the warp, after the
+// the survivors (detect). Called once per strip by every lane of the warp, after the
 // strip is written, with the rows where this lane wrote a survivor in column x (`kept`) and in
 // column x + 1 (`kept_next`: v6's second column; 0 for v5). Row by row, a sink's ballot and
 // branch would sit between one row's loads and the next and keep the compiler from issuing them
@@ -157,8 +157,9 @@ struct FrontNoSink {
 // 78 % active, 1280x736 11.6-11.9 -> 10.6-10.9 us, 3840x2160 56.3 -> 55.3 on the H200
 // (BENCHMARKS.md, "What the code relies on").
 //
-// MIN_BLOCKS: __launch_bounds__'s blocks an SM, 0 for none (nms v5), 3 for topk's listed front
-// (topk.cu). 0 is not the same as 1: with (256, 1) ptxas gave nms v5 216 registers, with (256) 76.
+// MIN_BLOCKS: __launch_bounds__'s blocks an SM, 0 for none (nms v5), 3 for detect's listed front
+// (detect.cu). 0 is not the same as 1: with (256, 1) ptxas gave nms v5 216 registers, with
+// (256) 76.
 template <int ROWS, class Sink, int MIN_BLOCKS = 0>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)
     nms_v5_fused_front_kernel(ImageView<const float> src, ImageView<float> blur,
@@ -262,7 +263,7 @@ struct PairNeighbours<true> {
 // values at columns x - 2 .. x + 3 of plane row yr (EDGE: row and columns clamped to the plane,
 // border replicate), called for the rows in turn. Every lane of the warp calls taps() (a source
 // may shuffle). PlaneSource reads the letterbox plane, each lane loading its own six taps (nms
-// v6, topk v11 and later).
+// v6, detect v4).
 struct PlaneSource {
   static constexpr int kApron = PAIR_APRON;
   ImageView<const float> plane;
@@ -447,7 +448,7 @@ __device__ __forceinline__ void front_pairs_block(const Src& src, const ImageVie
   const bool w0 = inner && x < w, w1 = inner && x + 1 < w;
   // Does anything of the block's strips (blur's taps included) cross a border, or read rows the
   // source must fix up? The same test as pair_col_edge and pair_row_edge below, written out: with
-  // those calls here, topk v14's front measured 71.5 us at 4K against 62.1, the same registers
+  // those calls here, the listed pair front measured 71.5 us at 4K against 62.1, the same registers
   // (H200; BENCHMARKS.md, "What the code relies on"); a change to one must be made to the
   // other.
   const bool edge =
@@ -477,8 +478,8 @@ __global__ void __launch_bounds__(256)
 //
 // Whether block column bx (row by) of a pair front's grid, of blocks of `warps` warps, crosses a
 // border (blur's taps included): front_pairs_block's test (written out there), by columns and by
-// rows, for a source whose rows need no fix-up (PlaneSource). topk v15's GPU case holds the split
-// to v14's bytes at odd sizes, so the two cannot drift apart unseen.
+// rows, for a source whose rows need no fix-up (PlaneSource). detect v4's GPU case holds the split
+// to v3's bytes at odd sizes, so the two cannot drift apart unseen.
 __host__ __device__ inline bool pair_col_edge(int bx, int warps, int apron, int w) {
   const int cols = pair_cols(apron), block_x = bx * warps * cols - 2 * apron;
   return block_x - BLUR_R < 0 || block_x + warps * cols + 4 * apron - 1 + BLUR_R > w - 1;
