@@ -7,7 +7,7 @@
 // plane are still written: check holds the map to the CPU chain, and sample reads blur.
 //
 // The ladder (each step's delta says what it changes):
-//   v1  the list ranked by topk v6's select: every block selects the candidates, bin by bin;
+//   v1  topk v4's select on the list, each candidate ranked within its score bin;
 //   v2  ranked by counting, for each key of a block's share, the listed keys above it;
 //   v3  ranked within buckets of the score, and a long list selected once over the grid;
 //   v4  the front in column pairs (nms v6's), as an interior launch and a border-ring launch,

@@ -177,7 +177,8 @@ __device__ void topk_find_bin(const uint32_t* h, uint32_t need, uint32_t* out) {
   const int hi = PER * (kSelectThreads - int(threadIdx.x));  // this thread's bins [hi - PER, hi)
   uint32_t bins[PER], mine = 0;
 #pragma unroll
-  for (int j = 0; j < PER; ++j)  // the global histogram through the L2 (v5 wrote it this launch)
+  for (int j = 0; j < PER;
+       ++j)  // the global histogram through the L2 (topk v5 and v6 wrote it this launch)
     mine += (bins[j] = GLOBAL ? __ldcg(&h[hi - 1 - j]) : h[hi - 1 - j]);
   uint32_t before = 0, all = 0;
   Scan(tmp).ExclusiveSum(mine, before, all);
@@ -231,9 +232,9 @@ __device__ void for_each_in_slice(const uint64_t* list, uint32_t total, F&& f) {
   }
 }
 
-// The selection v4 to v8 make: the keys whose top (64 - shift) bits are >= prefix. `above`
-// keys lie strictly above the prefix's bin, all kept, and `in_bin` keys in it, of which
-// K - above are kept. While the candidates would overflow the shared buffer (a plateau of equal
+// The selection topk v4 to v6 and detect make: the keys whose top (64 - shift) bits are >= prefix.
+// `above` keys lie strictly above the prefix's bin, all kept, and `in_bin` keys in it, of which K -
+// above are kept. While the candidates would overflow the shared buffer (a plateau of equal
 // scores), a level refines the bin by the next 12 bits of the key (score bits, then the index:
 // the keys are distinct, so it ends by shift 0, one key a bin). bin0 and above0: the level-0
 // boundary bin and the count above it. With K or fewer survivors (`all`) every one is kept.
