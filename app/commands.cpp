@@ -50,7 +50,6 @@ bool selected(const std::vector<std::string>& only, const std::string& name) {
   return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
 }
 
-// Every --stage must name a stage of the pipeline that runs (not only an op the lab knows).
 // `c` with the on-demand stages `names` selects (bench --stage detect adds detect).
 CommonOptions with_stages(CommonOptions c, const std::vector<std::string>& names) {
   for (const auto& n : names)
@@ -59,6 +58,7 @@ CommonOptions with_stages(CommonOptions c, const std::vector<std::string>& names
   return c;
 }
 
+// Every --stage must name a stage of the pipeline that runs (not only an op the lab knows).
 void check_stage_names(const std::vector<std::string>& names, const CommonOptions& c) {
   if (names.empty()) return;
   const PipelineConfig p = build_pipeline(c);

@@ -185,6 +185,19 @@ TEST_SUITE("cpu") {
     apply_fastest(f);
     CHECK(f.stages.size() == 9);
     CHECK(resolve(f, nullptr).size() == 9);
+    // On the command line: --stage adds it for check and bench; a pipeline that cannot hold it
+    // is a usage error (64).
+    const std::string in = " --device cpu --input synthetic:320x200 --size 160x96 ";
+    const Result check = lab_cli("check" + in + "--stage detect --quick", 60);
+    INFO(check.out);
+    CHECK(check.code == 0);
+    CHECK(has(check, "detect     cpu reference"));
+    const Result harris = lab_cli("check" + in + "--pipeline harris --stage detect", 60);
+    CHECK(harris.code == 64);
+    CHECK(has(harris, "stage 'detect' is not in this pipeline"));
+    const Result run = lab_cli("run" + in + "--variant detect=v1_listed", 60);
+    CHECK(run.code == 0);
+    CHECK(has(run, "skipped: fused into detect/v1_listed"));
   }
 
   TEST_CASE("presets: the shipped examples/presets/fastest.json loads as it is and runs") {
