@@ -23,6 +23,16 @@ STATE = ["state_source", "gpu_mhz_start", "gpu_mhz_end", "gpu_max_mhz", "mem_mhz
          "throttle_end", "state_warning"]
 
 
+def json_files(out, kind):
+    """(INPUT, SIZE, NAME) and the parsed content of each OUT/json/KIND@INPUT@SIZE@NAME.json; a
+    file a timeout cut short is skipped."""
+    for path in sorted(glob.glob(os.path.join(out, "json", kind + "@*.json"))):
+        try:
+            yield tuple(os.path.basename(path)[:-5].split("@")[1:]), json.load(open(path))
+        except ValueError:
+            continue
+
+
 def gather(out, commit):
     rows = []
     for path in sorted(glob.glob(os.path.join(out, "csv", "*.csv"))):
@@ -30,12 +40,7 @@ def gather(out, commit):
         with open(path, newline="") as g:
             rows += [{"table": table, "input": inp, "size": size, "commit": commit, **r}
                      for r in csv.DictReader(g)]
-    for path in sorted(glob.glob(os.path.join(out, "json", "frame@*.json"))):
-        _, inp, size, step = os.path.basename(path)[:-5].split("@")
-        try:
-            j = json.load(open(path))
-        except ValueError:
-            continue
+    for (inp, size, step), j in json_files(out, "frame"):
         for mode in ("frame", "frame_stream", "frame_graph"):
             if mode + "_median_us" in j:
                 st = j.get(mode + "_state") or {}
@@ -44,12 +49,7 @@ def gather(out, commit):
                              "median_us": j[mode + "_median_us"],
                              "p95_us": j.get(mode + "_p95_us", ""), "in_frame": "0",
                              **{k: "" if st.get(k) is None else st[k] for k in STATE}})
-    for path in sorted(glob.glob(os.path.join(out, "json", "peer@*.json"))):
-        _, inp, size, peer = os.path.basename(path)[:-5].split("@")
-        try:
-            j = json.load(open(path))
-        except ValueError:
-            continue
+    for (inp, size, peer), j in json_files(out, "peer"):
         st = j.get("lab_state") or {}
         for kernel in ("lab_frame_graph_us", "lab_frame_stream_us", "torch_graph_us",
                        "torch_eager_us"):

@@ -219,13 +219,14 @@ def main():
     print(f"  keypoints on the same letterboxed frame: kernel-lab {len(l_set)}, PyTorch "
           f"{len(t_set)}, common {inter} (precision {inter / max(1, len(l_set)):.3f}, recall "
           f"{inter / max(1, len(t_set)):.3f})")
-    if a.json:
-        with open(a.json, "w") as f:
+    if a.json:  # through a temporary name: a reader never sees half a file
+        with open(a.json + ".tmp", "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                        "reps": a.reps, "lab_frame_graph_us": bench["frame_graph_median_us"],
                        "lab_frame_stream_us": bench["frame_stream_median_us"],
                        "torch_graph_us": graph_us, "torch_eager_us": eager_us,
                        "lab_state": bench.get("frame_graph_state")}, f, indent=1)
+        os.replace(a.json + ".tmp", a.json)
     print(f"\ntop-K of 4096 from 1024x1024 = 2^20 scores ({survivors} non-zero), us")
     print(f"  torch.topk                              {torch_topk_us:9.1f}")
     totals = {}

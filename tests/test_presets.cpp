@@ -161,7 +161,13 @@ TEST_SUITE("cpu") {
   TEST_CASE("pipelines: an on-demand stage joins where it is named, in ops.def order") {
     PipelineConfig p = default_pipeline();
     CHECK(p.stages.size() == 8);
+    CHECK(can_add_stage(p, "detect"));
+    CHECK_FALSE(can_add_stage(p, "topk"));  // there already, and not on demand
+    CHECK_FALSE(can_add_stage(p, "nope"));
+    CHECK_FALSE(can_add_stage(default_pipeline("harris"), "detect"));
+    CHECK_FALSE(can_add_stage(default_pipeline("matmul"), "detect"));
     apply_variant(p, "detect=v2_counted_rank");
+    CHECK_FALSE(can_add_stage(p, "detect"));  // there already
     REQUIRE(p.stages.size() == 9);
     CHECK(p.stages[5].op == "topk");
     CHECK(p.stages[6].op == "detect");

@@ -23,18 +23,13 @@ void on_demand_stages(GuiApp& app) {
     if (!(op.pipelines & LAB_ON_DEMAND)) continue;
     const bool present = std::any_of(p.stages.begin(), p.stages.end(),
                                      [&](const StageConfig& s) { return s.op == op.def.name; });
-    PipelineConfig trial = p;
-    if (!present) try {
-        stage_of(trial, op.def.name);
-      } catch (const Error&) {
-        continue;  // not a stage this pipeline can hold (a playground, harris)
-      }
+    if (!present && !can_add_stage(p, op.def.name)) continue;  // a playground, harris
     ImGui::PushID(op.def.name.c_str());
     if (ImGui::Button(((present ? "remove " : "add ") + op.def.name).c_str())) {
       if (present)
         remove_stage(p, op.def.name);
       else
-        p = trial;
+        stage_of(p, op.def.name);
       app.ui.pipeline_dirty = true;
     }
     tip((op.def.summary + (present ? "; removed, the stages it skips run again"

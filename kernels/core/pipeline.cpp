@@ -1,5 +1,6 @@
 #include "pipeline.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -256,21 +257,30 @@ std::vector<std::string> migrate_variants(PipelineConfig& p) {
   return notes;
 }
 
+bool can_add_stage(const PipelineConfig& p, const std::string& name) {
+  const size_t at = registry_index(name);
+  if (at == SIZE_MAX || playground_of(p)) return false;
+  const Op& op = registry()[at];
+  if (!(op.pipelines & LAB_ON_DEMAND)) return false;
+  for (const auto& s : p.stages)
+    if (s.op == name) return false;
+  // An image pipeline that holds every default stage of the op's named pipelines.
+  for (const Op& o : registry())
+    if ((o.pipelines & op.pipelines & (LAB_KEYPOINTS | LAB_HARRIS)) &&
+        !(o.pipelines & LAB_ON_DEMAND) &&
+        std::none_of(p.stages.begin(), p.stages.end(),
+                     [&](const StageConfig& s) { return s.op == o.def.name; }))
+      return false;
+  return true;
+}
+
 StageConfig& stage_of(PipelineConfig& p, const std::string& name) {
   for (auto& s : p.stages)
     if (s.op == name) return s;
-  const Op& op = find_op(name);  // throws "unknown stage" listing the known ones
+  find_op(name);  // throws "unknown stage" listing the known ones
+  if (!can_add_stage(p, name))
+    throw Error(ErrorKind::Usage, "stage '" + name + "' is not in this pipeline");
   const size_t at = registry_index(name);
-  // On demand: an image pipeline that holds every default stage of the op's named pipelines.
-  bool fits = (op.pipelines & LAB_ON_DEMAND) && !playground_of(p);
-  for (const Op& o : registry())
-    if (fits && (o.pipelines & op.pipelines & (LAB_KEYPOINTS | LAB_HARRIS)) &&
-        !(o.pipelines & LAB_ON_DEMAND)) {
-      bool has = false;
-      for (const auto& s : p.stages) has = has || s.op == o.def.name;
-      fits = has;
-    }
-  if (!fits) throw Error(ErrorKind::Usage, "stage '" + name + "' is not in this pipeline");
   size_t pos = 0;  // after the last stage that comes before it in ops.def
   for (size_t i = 0; i < p.stages.size(); ++i)
     if (registry_index(p.stages[i].op) < at) pos = i + 1;

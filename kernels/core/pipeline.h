@@ -132,6 +132,8 @@ std::vector<std::string> migrate_variants(PipelineConfig& p);
 // (an image pipeline that holds every other stage of the op's named pipeline). Throws
 // Error(Usage) for an unknown op or one this pipeline cannot hold.
 StageConfig& stage_of(PipelineConfig& p, const std::string& op);
+// Whether stage_of() would add `op` to `p` (an on-demand op `p` lacks and can hold).
+bool can_add_stage(const PipelineConfig& p, const std::string& op);
 // Removes an on-demand stage (the Pipeline panel's "remove"); false if there was none.
 bool remove_stage(PipelineConfig& p, const std::string& op);
 

@@ -14,10 +14,11 @@
 //       each launch started before the one before it ends.
 //
 // Where a step runs another step's code (LaunchContext::runs_step):
-//   K over 8,192 (kTopkCap)             every step ranks with topk v2 on the map it wrote;
-//   no cooperative launch               v3 and v4 rank as v2;
-//   below sm_90, or too few pair blocks v4 runs v3 (a pair front fills an H200 twice from
-//   to fill the GPU twice               3200x1800: at 1280x736 v4 is v3).
+//   K over 8,192 (kTopkCap)     every step ranks with topk v2 on the map it wrote;
+//   no cooperative launch       v3 and v4 rank as v2;
+//   below sm_90                 v4 runs v3 (no programmatic launch);
+//   too few pair blocks         v4 runs v3 (they fill an H200 twice from 3200x1800 up: at
+//                               1280x736 v4 is v3).
 //
 // Bench: kernel-lab bench --stage detect --sweep-variants --input tests/data/box_in_scene.png
 #include <cooperative_groups.h>
@@ -526,7 +527,7 @@ static bool pair_front_pays(int width, int height, Block block) {
 
 // The rank kernels, in this order (select_opt_in: the shared memory, v3's cooperative grid).
 struct DetectKernels {};
-static SelectOptIn detect_opt_in() {
+static SelectOptIn<3> detect_opt_in() {
   return select_opt_in<DetectKernels>({reinterpret_cast<const void*>(topk_listed_rank_kernel),
                                        reinterpret_cast<const void*>(topk_counted_rank_kernel),
                                        reinterpret_cast<const void*>(topk_selected_rank_kernel)});
@@ -556,11 +557,15 @@ static void rank_listed(LaunchContext& ctx, const StageArgs& a, const char* name
     ctx.runs_step("topk/v2_select_sort", k > kTopkCap
                                              ? "K over 8,192, after the front"
                                              : "too little shared memory, after the front");
-    const Op& topk = find_op("topk");  // its precise build: integer selection, the same bits
+    // Its precise build (integer selection: the same bits), looked up once.
+    static const LaunchFn topk_v2 = [] {
+      const Op& topk = find_op("topk");
+      return topk.def.variants.at(size_t(topk.find_variant("v2_select_sort"))).launch;
+    }();
     StageArgs v2 = a;
     v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
     v2.params = fused_params(a.params, "topk");
-    return topk.def.variants.at(size_t(topk.find_variant("v2_select_sort"))).launch(ctx, v2);
+    return topk_v2(ctx, v2);
   }
   launch(ctx, name, rank, dim3(std::max(1, device_info().sms)), dim3(kSelectThreads), kSelectSmem,
          sink.sc, sink.list, k, sink.width, kp);

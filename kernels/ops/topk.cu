@@ -551,7 +551,7 @@ static void launch_v3(LaunchContext& ctx, const StageArgs& a) {
 
 // v4 to v6's select kernels, in this order (select_opt_in: the shared memory, the grids).
 struct TopkKernels {};
-static SelectOptIn topk_opt_in() {
+static SelectOptIn<3> topk_opt_in() {
   return select_opt_in<TopkKernels>({reinterpret_cast<const void*>(topk_select_rank_kernel),
                                      reinterpret_cast<const void*>(topk_in_flight_kernel),
                                      reinterpret_cast<const void*>(topk_shared_select_kernel)});

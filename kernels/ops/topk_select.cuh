@@ -10,6 +10,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -301,16 +302,18 @@ __device__ inline void topk_bin_starts(const TopkListScratch* sc, const TopkSele
 // once per CUDA context (a device reset forgets function attributes, so a hook asks again after
 // one). `fits`: the device gives a block that much (with 16 KB of static shared memory beside);
 // grid[i]: kernels[i]'s cooperative grid, the blocks the device holds at once (one per SM here),
-// 0 without cooperative launch. TAG keeps each file's kernels apart.
+// 0 without cooperative launch. TAG keeps each file's kernels apart. Asked at every launch: no
+// allocation, a copy of a few words under the lock.
+template <size_t N>
 struct SelectOptIn {
   bool fits = false;
-  std::vector<int> grid;
+  std::array<int, N> grid{};
 };
-template <class TAG>
-SelectOptIn select_opt_in(const std::vector<const void*>& kernels) {
+template <class TAG, size_t N>
+SelectOptIn<N> select_opt_in(const void* const (&kernels)[N]) {
   static std::mutex mu;
   static bool valid = false;
-  static SelectOptIn cached;
+  static SelectOptIn<N> cached;
   static const bool hooked = (on_device_reset([] {
                                 std::lock_guard<std::mutex> lock(mu);
                                 valid = false;
@@ -320,13 +323,12 @@ SelectOptIn select_opt_in(const std::vector<const void*>& kernels) {
   std::lock_guard<std::mutex> lock(mu);
   if (valid) return cached;
   const DeviceInfo& d = device_info();
-  SelectOptIn o;
-  o.grid.assign(kernels.size(), 0);
+  SelectOptIn<N> o;
   if (d.smem_per_block_optin >= kSelectSmem + 16 * 1024) {
     o.fits = true;
     int coop = 0;
     LAB_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, d.index));
-    for (size_t i = 0; i < kernels.size(); ++i) {
+    for (size_t i = 0; i < N; ++i) {
       LAB_CUDA_CHECK(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           int(kSelectSmem)));
       int per_sm = 0;
