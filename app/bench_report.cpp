@@ -1,5 +1,7 @@
 #include "bench_report.h"
 
+#include "json_number.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -7,12 +9,6 @@
 #include <cstdio>
 
 namespace lab::app {
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 BenchRow bench_row(const ResolvedStage& s, const std::string& kernel) {
   BenchRow row;
@@ -25,11 +21,6 @@ BenchRow bench_row(const ResolvedStage& s, const std::string& kernel) {
 }
 
 namespace {
-// JSON has no NaN: an unknown value is null.
-nlohmann::json num(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
 std::string mb(double bytes) {
   return std::isfinite(bytes) ? fmt("%.2f MB", bytes / 1e6) : "-";
 }
@@ -41,7 +32,7 @@ nlohmann::json state_json(const DeviceState& a, const DeviceState& b) {
   nlohmann::json j;
   for (const StateColumn& c : state_columns(a, b))
     j[c.name] = c.is_text ? (c.text.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.text))
-                          : num(c.num);
+                          : json_number(c.num);
   j["start"] = a.summary();
   j["end"] = b.summary();
   return j;
@@ -196,8 +187,8 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
                                {"orin_limiter", limiter_name(r.rec.orin.limiter)},
                                {"orin_registers_from_sm87_build", r.rec.orin_from_sm87_build},
                                {"model_bytes", r.model_bytes},
-                               {"orin_estimate_us", num(r.orin_estimate_us())},
-                               {"noise", num(r.noise)},
+                               {"orin_estimate_us", json_number(r.orin_estimate_us())},
+                               {"noise", json_number(r.noise)},
                                {"reps", r.reps},
                                {"runs", r.rec.runs},
                                {"state", state_json(r.state_start, r.state_end)}});
@@ -205,15 +196,16 @@ void print_rows(std::ostream& out, const std::vector<BenchRow>& rows, const Benc
         const CounterValues& c = r.counters;
         nlohmann::json stalls = nlohmann::json::array();
         for (const StallReason& st : c.top_stalls)
-          stalls.push_back(
-              {{"reason", st.metric}, {"words", st.words}, {"per_issue", num(st.per_issue)}});
+          stalls.push_back({{"reason", st.metric},
+                            {"words", st.words},
+                            {"per_issue", json_number(st.per_issue)}});
         j["launches"].back()["counters"] = {
-            {"achieved_occupancy_pct", num(c.achieved_occupancy_pct)},
-            {"dram_read_bytes", num(c.dram_read_bytes)},
-            {"dram_write_bytes", num(c.dram_write_bytes)},
-            {"l2_hit_pct", num(c.l2_hit_pct)},
-            {"sm_throughput_pct", num(c.sm_throughput_pct)},
-            {"mem_throughput_pct", num(c.mem_throughput_pct)},
+            {"achieved_occupancy_pct", json_number(c.achieved_occupancy_pct)},
+            {"dram_read_bytes", json_number(c.dram_read_bytes)},
+            {"dram_write_bytes", json_number(c.dram_write_bytes)},
+            {"l2_hit_pct", json_number(c.l2_hit_pct)},
+            {"sm_throughput_pct", json_number(c.sm_throughput_pct)},
+            {"mem_throughput_pct", json_number(c.mem_throughput_pct)},
             {"top_stalls", stalls}};
       }
     }

@@ -9,6 +9,7 @@
 #include "device_state.h"
 #include "orin.h"
 #include "runner.h"
+#include "text.h"
 
 namespace lab::app {
 
@@ -40,9 +41,6 @@ struct BenchRow {
 BenchRow bench_row(const ResolvedStage& s, const std::string& kernel);
 // The counters of a row in one line of words (the table prints it under the row).
 std::string counters_line(const BenchRow& r);
-
-// snprintf of one number, as a string ("%.1f").
-std::string fmt(const char* format, double v);
 
 // The whole pipeline's time per frame, one way of launching it.
 struct FrameTiming {

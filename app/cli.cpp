@@ -135,8 +135,8 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
       ->check(finite())
       ->check(CLI::Range(0.1, 600.0));
   cmd->add_flag("--trial-memcheck", o.trial_memcheck,
-                "run the trial under compute-sanitizer --tool memcheck (found on PATH or beside "
-                "nvcc) and report invalid accesses at the kernel's source lines");
+                "run the trial under compute-sanitizer --tool memcheck (found where asm --sass "
+                "looks) and report invalid accesses at the kernel's source lines");
   cmd->add_option("--upload", o.upload,
                   "how frames reach the GPU: auto (mapped on an integrated GPU such as Orin, "
                   "else pinned), pageable, pinned (page-locked, async on a copy stream) or mapped "
@@ -302,7 +302,9 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   asm_cmd->add_flag("--sass", asm_o.sass,
                     "SASS instead of PTX: cuobjdump (built-in kernels) or nvdisasm "
-                    "(--kernel-file), found on PATH, $CUDA_HOME/bin or /usr/local/cuda/bin");
+                    "(--kernel-file), found on PATH, then in the bin folder of the toolkit beside "
+                    "nvcc, $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and the one the lab was built "
+                    "with");
   auto* asm_diff = asm_cmd->add_flag("--diff", asm_o.diff,
                                      "precise and fast side by side, the differing lines marked");
   asm_cmd

@@ -567,14 +567,11 @@ std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double cop
         if (!cr.report.ranges.empty()) {  // the stage's DRAM traffic: its launches together
           row.has_counters = true;
           row.counters.range = cfg.label();
-          row.counters.dram_read_bytes = row.counters.dram_write_bytes = 0;
-          row.counters.fp32_flops = row.counters.fp64_flops = 0;
-          for (const CounterValues& v : cr.report.ranges) {
-            row.counters.dram_read_bytes += v.dram_read_bytes;
-            row.counters.dram_write_bytes += v.dram_write_bytes;
-            row.counters.fp32_flops += v.fp32_flops;
-            row.counters.fp64_flops += v.fp64_flops;
-          }
+          const CounterValues sum = sum_counters(cr.report.ranges);
+          row.counters.dram_read_bytes = sum.dram_read_bytes;
+          row.counters.dram_write_bytes = sum.dram_write_bytes;
+          row.counters.fp32_flops = sum.fp32_flops;
+          row.counters.fp64_flops = sum.fp64_flops;
         }
         rows.push_back(row);
       }

@@ -252,6 +252,28 @@ TEST_SUITE("cpu") {
     CHECK(calls.end == 1);
   }
 
+  TEST_CASE("counters: the settle after a session runs once a collection, in the collector only") {
+    Calls calls;
+    int settles = 0;
+    auto fake = std::make_unique<FakeBackend>(calls);
+    fake->passes = 3;
+    CounterCollector c(std::move(fake), [&] { ++settles; });
+    c.collect([](RangeSink&) {});
+    CHECK(calls.end_pass == 3);
+    CHECK(calls.end == 1);
+    CHECK(settles == 1);  // three passes, one session, one settle
+    CHECK_THROWS_AS(c.collect([](RangeSink&) { throw std::runtime_error("illegal address"); }),
+                    std::runtime_error);
+    CHECK(settles == 2);  // also when the pass throws
+    Calls none;
+    auto missing = std::make_unique<FakeBackend>(none);
+    missing->load_error = "counters unavailable: libcupti not found";
+    int unsettled = 0;
+    CounterCollector u(std::move(missing), [&] { ++unsettled; });
+    CHECK_FALSE(u.collect([](RangeSink&) {}).ok);
+    CHECK(unsettled == 0);  // no session began
+  }
+
   TEST_CASE("counters: a backend that never submits its last pass stops") {
     Calls calls;
     auto fake = std::make_unique<FakeBackend>(calls);

@@ -26,6 +26,7 @@
 #include "panel_code.h"
 #include "roofline.h"
 #include "runner.h"
+#include "text.h"
 #include "trial.h"
 
 namespace lab::ui {
@@ -370,8 +371,6 @@ void tip(const char* text);
 // A teaching panel's window (closable from its title bar or the View menu) and its stage combo
 // over the last frame's stages; false when there is nothing to draw (End() already called).
 bool stage_window_begin(GuiApp& app, const char* title, int& stage, const char* why);
-// snprintf of a number, or "-" when it is not finite (unknown).
-std::string format_or_dash(const char* format, double v);
 // Pushes a value into a bounded history.
 void push_history(std::vector<float>& h, float v);
 

@@ -65,13 +65,6 @@ bool stage_window_begin(GuiApp& app, const char* title, int& stage, const char* 
   return true;
 }
 
-std::string format_or_dash(const char* format, double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 void push_history(std::vector<float>& h, float v) {
   if (h.size() >= kHistory) h.erase(h.begin());
   h.push_back(v);

@@ -280,15 +280,15 @@ void draw_timings_panel(GuiApp& app) {
         tip(why);
       }
       if (counted) {
-        double rd = 0, wr = 0;
         const CounterRun& c = ui.counters;
-        for (size_t n = 0; n < c.launches.size() && n < c.report.ranges.size(); ++n)
-          if (c.launches[n].stage < ui.counter_stages.size() &&
-              ui.counter_stages[c.launches[n].stage] == stage)
-            rd += c.report.ranges[n].dram_read_bytes, wr += c.report.ranges[n].dram_write_bytes;
+        const CounterValues sum = sum_counters(c.report.ranges, [&](size_t n) {
+          return n < c.launches.size() && c.launches[n].stage < ui.counter_stages.size() &&
+                 ui.counter_stages[c.launches[n].stage] == stage;
+        });
         ImGui::TableNextColumn();
         ImGui::TableNextColumn();
-        ImGui::Text("%.2f (model %.2f)", (rd + wr) / 1e6, app.view.stage_bytes[i] / 1e6);
+        ImGui::Text("%.2f (model %.2f)", (sum.dram_read_bytes + sum.dram_write_bytes) / 1e6,
+                    app.view.stage_bytes[i] / 1e6);
         tip("the stage's measured DRAM traffic (read + written, MB) beside the lab's bytes "
             "model; below the model, the L2 served part of it");
         ImGui::TableNextColumn();

@@ -17,6 +17,7 @@
 
 #include "app_state.h"
 #include "presets.h"
+#include "subprocess.h"
 
 namespace lab::ui {
 
@@ -143,12 +144,12 @@ std::string restart_lab(const GuiApp& app, uint64_t frames_done) {
   const char* mode = std::getenv("LAB_RESTART_MODE");
   if (mode && std::string(mode) == "spawn") {
     setenv("LAB_RESTART_PARENT", std::to_string(::getpid()).c_str(), 1);
-    const pid_t child = ::fork();
-    if (child == 0) {
-      ::execv("/proc/self/exe", argv.data());
-      ::_exit(70);
+    std::string why;
+    if (std::unique_ptr<Child> c =
+            Child::spawn(args, {ChildIo::Inherit, false, "/proc/self/exe"}, &why)) {
+      c->release();  // it goes on; this process's exit tears CUDA down
+      std::exit(0);
     }
-    if (child > 0) std::exit(0);  // the child goes on; this process's exit tears CUDA down
   }
   ::execv("/proc/self/exe", argv.data());
   return std::string("execv /proc/self/exe: ") + std::strerror(errno);

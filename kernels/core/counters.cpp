@@ -5,6 +5,9 @@
 #include <cmath>
 #include <utility>
 
+#include "check.h"
+#include "delay.h"
+
 namespace lab {
 
 namespace {
@@ -36,6 +39,20 @@ std::string stall_metric(const std::string& reason) {
 }
 
 }  // namespace
+
+CounterValues sum_counters(const std::vector<CounterValues>& ranges,
+                           const std::function<bool(size_t)>& pick) {
+  CounterValues s;
+  s.dram_read_bytes = s.dram_write_bytes = s.fp32_flops = s.fp64_flops = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (pick && !pick(i)) continue;
+    s.dram_read_bytes += ranges[i].dram_read_bytes;
+    s.dram_write_bytes += ranges[i].dram_write_bytes;
+    s.fp32_flops += ranges[i].fp32_flops;
+    s.fp64_flops += ranges[i].fp64_flops;
+  }
+  return s;
+}
 
 const std::vector<std::string>& counter_metrics() {
   static const std::vector<std::string> metrics = [] {
@@ -100,8 +117,16 @@ std::string stall_words(const std::string& reason) {
   return reason;
 }
 
-CounterCollector::CounterCollector(std::unique_ptr<CounterBackend> backend)
-    : m_backend(std::move(backend)) {}
+void settle_after_profiling() {
+  try {
+    measure_sm_clock_mhz(nullptr);
+  } catch (const Error&) {  // a context already lost says so at its next real call
+  }
+}
+
+CounterCollector::CounterCollector(std::unique_ptr<CounterBackend> backend,
+                                   std::function<void()> settle)
+    : m_backend(std::move(backend)), m_settle(std::move(settle)) {}
 
 CounterCollector::~CounterCollector() = default;
 
@@ -137,10 +162,15 @@ CounterReport CounterCollector::collect(const std::function<void(RangeSink& rang
    private:
     CounterBackend& m_b;
   };
-  // end() also when `pass` throws (a CUDA error of the lab's own), before that propagates.
+  // end() and the settle also when `pass` throws (a CUDA error of the lab's own), before that
+  // propagates.
   struct Ender {
     CounterBackend& b;
-    ~Ender() { b.end(); }
+    const std::function<void()>& settle;
+    ~Ender() {
+      b.end();
+      if (settle) settle();
+    }
   };
 
   const std::vector<std::string>& metrics = counter_metrics();
@@ -148,7 +178,7 @@ CounterReport CounterCollector::collect(const std::function<void(RangeSink& rang
   std::vector<std::vector<double>> values;
   std::string why;
   {
-    Ender ender{*m_backend};
+    Ender ender{*m_backend, m_settle};
     Sink sink(*m_backend);
     why = m_backend->begin(metrics, max_ranges, report.passes);
     bool done = false;

@@ -59,6 +59,11 @@ struct CounterReport {
   std::vector<CounterValues> ranges;  // in the order the ranges were opened in a pass
 };
 
+// Launches' counters added up (a stage's traffic and work): DRAM bytes read and written, FP32 and
+// FP64 operations, over the ranges `pick` chooses (all without one); NaN where one is missing.
+CounterValues sum_counters(const std::vector<CounterValues>& ranges,
+                           const std::function<bool(size_t)>& pick = {});
+
 // The metrics the lab asks for, in ncu's names (the --print-ncu command line uses them too).
 const std::vector<std::string>& counter_metrics();
 // The stall reasons asked for (metric suffixes), and each one in words a student understands.
@@ -88,11 +93,18 @@ class CounterBackend {
 };
 std::unique_ptr<CounterBackend> make_cupti_backend();
 
+// Seen on the H200 (driver 580, CUPTI 13.0): the first work submitted after a range-profiler
+// session can be dropped (a poisoned output came back untouched). This runs one short kernel and
+// waits for it, to take that place; errors are left for the next real call to report.
+void settle_after_profiling();
+
 // The collector: turns the backend's values into CounterValues, keeps the first reason counters
-// are unavailable, and times the collection.
+// are unavailable, and times the collection. After every session it began (however it ended) it
+// calls `settle` once: the one place the workaround above runs.
 class CounterCollector {
  public:
-  explicit CounterCollector(std::unique_ptr<CounterBackend> backend = make_cupti_backend());
+  explicit CounterCollector(std::unique_ptr<CounterBackend> backend = make_cupti_backend(),
+                            std::function<void()> settle = settle_after_profiling);
   ~CounterCollector();
   // "" when counters can be collected here, else why not (checked once, then cached).
   const std::string& unavailable();
@@ -102,6 +114,7 @@ class CounterCollector {
 
  private:
   std::unique_ptr<CounterBackend> m_backend;
+  std::function<void()> m_settle;
   bool m_checked = false;
   std::string m_unavailable;
 };

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "check.h"
-#include "delay.h"
 #include "device.h"
 
 // The range profiler arrived with CUPTI API version 24 (CUDA 12.6); CUDA 13 counts from 130000.
@@ -445,14 +444,7 @@ class CuptiBackend final : public CounterBackend {
       LAB_PARAMS(CUpti_RangeProfiler_Disable_Params, p);
       p.pRangeProfilerObject = m_profiler;
       m_api.cuptiRangeProfilerDisable(&p);
-      m_profiler = nullptr;
-      // Seen on the H200 (driver 580, CUPTI 13.0): the first work submitted after a
-      // range-profiler session can be dropped (an nms run after the copy test returned its
-      // untouched output). One short kernel, waited for, takes its place, whoever collected.
-      try {
-        measure_sm_clock_mhz(nullptr);
-      } catch (const Error&) {  // a context already lost says so at its next real call
-      }
+      m_profiler = nullptr;  // the collector then settles (settle_after_profiling)
     }
     if (m_host) {
       LAB_PARAMS(CUpti_Profiler_Host_Deinitialize_Params, p);

@@ -14,6 +14,7 @@
 #include <regex>
 
 #include "device.h"
+#include "text.h"
 
 namespace lab {
 
@@ -73,14 +74,6 @@ FileText read_text(const std::string& path) {
   return f;
 }
 
-std::string trim(std::string s) {
-  // Device-tree strings (of_node/name) end in a NUL.
-  while (!s.empty() && (std::isspace((unsigned char)s.back()) || s.back() == '\0')) s.pop_back();
-  size_t b = 0;
-  while (b < s.size() && std::isspace((unsigned char)s[b])) ++b;
-  return s.substr(b);
-}
-
 // A whole number or decimal in a file, or why not ("malformed").
 Reading<double> read_number(const std::string& path) {
   const FileText f = read_text(path);
@@ -126,13 +119,6 @@ bool list_dir(const std::string& path, std::vector<std::string>& out, std::strin
     return a < b;
   });
   return true;
-}
-
-bool starts_with(const std::string& s, const std::string& p) {
-  return s.compare(0, p.size(), p) == 0;
-}
-bool ends_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
 // The GPU's devfreq node, found by its device: JetPack 6 names the device-tree node "gpu"

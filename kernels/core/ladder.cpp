@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "device.h"
+#include "json_number.h"
 
 namespace lab {
 
@@ -96,17 +97,14 @@ double LadderStep::achieved_occupancy() const {
 
 double LadderStep::dram_bytes() const {
   if (!counted || counters.report.ranges.empty()) return NAN;
-  double sum = 0;
-  for (const CounterValues& v : counters.report.ranges)
-    sum += v.dram_read_bytes + v.dram_write_bytes;
-  return sum;
+  const CounterValues sum = sum_counters(counters.report.ranges);
+  return sum.dram_read_bytes + sum.dram_write_bytes;
 }
 
 double LadderStep::measured_flops() const {
   if (!counted || counters.report.ranges.empty()) return NAN;
-  double sum = 0;
-  for (const CounterValues& v : counters.report.ranges) sum += v.fp32_flops + v.fp64_flops;
-  return sum;
+  const CounterValues sum = sum_counters(counters.report.ranges);
+  return sum.fp32_flops + sum.fp64_flops;
 }
 
 // ---- measuring -------------------------------------------------------------------------------
@@ -228,10 +226,6 @@ Ladder run_ladder(Runner& r, size_t i, const LadderSpec& spec, const MeasureOpti
 
 namespace {
 
-nlohmann::json num(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
 std::string csv_text(const std::string& t) {
   std::string q = "\"";
   for (char ch : t) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
@@ -275,7 +269,7 @@ std::string ladder_json(const Ladder& l) {
   j["op"] = l.op;
   j["device"] = l.device;
   j["measured"] = l.measured;
-  j["copy_gbs"] = num(l.copy_gbs);
+  j["copy_gbs"] = json_number(l.copy_gbs);
   j["ceiling"] = l.ceiling_name();
   j["notes"] = l.notes;
   j["steps"] = nlohmann::json::array();
@@ -287,26 +281,26 @@ std::string ladder_json(const Ladder& l) {
                           {"runs", s.runs()},
                           {"block", s.cfg.block.str()},
                           {"math", math_name(s.cfg.math)},
-                          {"median_us", num(s.median_us())},
-                          {"p95_us", num(s.meas.total.p95_us)},
-                          {"noise", num(s.meas.total.noise)},
+                          {"median_us", json_number(s.median_us())},
+                          {"p95_us", json_number(s.meas.total.p95_us)},
+                          {"noise", json_number(s.meas.total.noise)},
                           {"reps", s.meas.total.n},
-                          {"pct_ceiling", num(l.pct_of_ceiling(s))},
-                          {"gbs", num(s.gbs())},
-                          {"gflops", num(s.gflops())},
-                          {"model_bytes", num(s.model_bytes)},
-                          {"model_flops", num(s.flops)},
+                          {"pct_ceiling", json_number(l.pct_of_ceiling(s))},
+                          {"gbs", json_number(s.gbs())},
+                          {"gflops", json_number(s.gflops())},
+                          {"model_bytes", json_number(s.model_bytes)},
+                          {"model_flops", json_number(s.flops)},
                           {"regs", s.regs()},
                           {"smem_bytes", s.smem()},
                           {"local_bytes", s.local_bytes()},
-                          {"theoretical_occupancy", num(s.theoretical_occupancy())},
-                          {"achieved_occupancy", num(s.achieved_occupancy())},
-                          {"dram_bytes", num(s.dram_bytes())},
-                          {"measured_flops", num(s.measured_flops())}});
+                          {"theoretical_occupancy", json_number(s.theoretical_occupancy())},
+                          {"achieved_occupancy", json_number(s.achieved_occupancy())},
+                          {"dram_bytes", json_number(s.dram_bytes())},
+                          {"measured_flops", json_number(s.measured_flops())}});
     nlohmann::json st;
     for (const StateColumn& c : state_columns(s.meas.state_start, s.meas.state_end))
       st[c.name] = c.is_text ? (c.text.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.text))
-                             : num(c.num);
+                             : json_number(c.num);
     st["start"] = s.meas.state_start.summary();
     st["end"] = s.meas.state_end.summary();
     j["steps"].back()["state"] = st;

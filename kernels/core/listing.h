@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "op.h"
+#include "toolkit.h"
 
 namespace lab {
 
@@ -133,15 +134,6 @@ std::string format_side_by_side(const std::vector<std::string>& a,
                                 int width);
 
 // ---- SASS at run time ------------------------------------------------------------------------
-// A CUDA tool (cuobjdump, nvdisasm): its path, or empty; `looked` lists where it looked.
-struct ToolLookup {
-  std::string path;
-  std::vector<std::string> looked;
-};
-// Looks on PATH, in $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin and the toolkit's bin
-// folder this build was made with.
-ToolLookup find_cuda_tool(const std::string& name);
-
 struct SassResult {
   bool ok = false;
   std::vector<AsmFunction> functions;  // of every architecture in the binary

@@ -8,13 +8,9 @@
 // reply (the build, or an error) on its stdout, each "KLC1", its length (u64), its payload; the
 // parent reads with a deadline and a size cap, so a child that hangs, floods or dies is an error
 // with words, never a hang.
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,20 +20,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <thread>
 
 #include "check.h"
 #include "live.h"
 #include "measure.h"
 #include "printable.h"
-
-extern char** environ;
+#include "subprocess.h"
+#include "text.h"
+#include "wire.h"
 
 namespace lab {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr char kMagic[4] = {'K', 'L', 'C', '1'};
 constexpr uint64_t kMaxRequest = uint64_t(64) << 20;  // a source is at most 1 MiB as a file
@@ -45,54 +39,13 @@ constexpr uint64_t kMaxReply = uint64_t(256) << 20;   // PTX, cubin and log
 
 enum class Status : uint8_t { Built = 0, Failed = 1, OutOfMemory = 2 };
 
-class Writer {
- public:
-  template <class T>
-  void pod(const T& v) {
-    s.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void str(const std::string& v) {
-    pod(uint64_t(v.size()));
-    s += v;
-  }
-  std::string framed() const {
-    std::string f(kMagic, 4);
-    const uint64_t n = s.size();
-    f.append(reinterpret_cast<const char*>(&n), sizeof n);
-    return f + s;
-  }
-  std::string s;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& s) : m_s(s) {}
-  template <class T>
-  T pod() {
-    T v;
-    need(sizeof v);
-    std::memcpy(&v, m_s.data() + m_at, sizeof v);
-    m_at += sizeof v;
-    return v;
-  }
-  std::string str() {
-    const uint64_t n = pod<uint64_t>();
-    need(n);
-    std::string v = m_s.substr(m_at, size_t(n));
-    m_at += size_t(n);
-    return v;
-  }
-  void end() const {
-    if (m_at != m_s.size()) throw Error(ErrorKind::Data, "bytes after the last field");
-  }
-
- private:
-  void need(uint64_t n) const {
-    if (n > m_s.size() - m_at) throw Error(ErrorKind::Data, "a field runs past the message's end");
-  }
-  const std::string& m_s;
-  size_t m_at = 0;
-};
+// A whole message: magic, the payload's length, the payload.
+std::string framed(const WireWriter& w) {
+  std::string f(kMagic, 4);
+  const uint64_t n = w.s.size();
+  f.append(reinterpret_cast<const char*>(&n), sizeof n);
+  return f + w.s;
+}
 
 // The payload of a whole message (magic, length, payload) or why it is not one.
 bool unframe(const std::string& m, std::string* payload) {
@@ -104,13 +57,13 @@ bool unframe(const std::string& m, std::string* payload) {
   return true;
 }
 
-void put_options(Writer& w, const LiveOptions& o) {
+void put_options(WireWriter& w, const LiveOptions& o) {
   w.pod(uint8_t(o.fast_math)), w.pod(int32_t(o.max_regs)), w.pod(uint8_t(o.line_info));
   w.pod(int32_t(o.block.x)), w.pod(int32_t(o.block.y));
   w.pod(int32_t(o.px)), w.pod(int32_t(o.rows)), w.pod(int32_t(o.arch));
 }
 
-LiveOptions get_options(Reader& in) {
+LiveOptions get_options(WireReader& in) {
   LiveOptions o;
   o.fast_math = in.pod<uint8_t>() != 0;
   o.max_regs = in.pod<int32_t>();
@@ -124,55 +77,6 @@ std::string size_words(uint64_t bytes) {
   const uint64_t mib = bytes >> 20;
   return mib % 1024 == 0 ? std::to_string(mib / 1024) + " GiB" : std::to_string(mib) + " MiB";
 }
-
-std::string seconds_words(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
-
-std::string status_words(int status) {
-  if (WIFSIGNALED(status)) {
-    const char* name = strsignal(WTERMSIG(status));
-    return "signal " + std::to_string(WTERMSIG(status)) + " (" + (name ? name : "?") + ")";
-  }
-  return "exit status " + std::to_string(WEXITSTATUS(status));
-}
-
-int ms_left(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return int(std::max<int64_t>(0, std::min<int64_t>(left.count(), 1 << 30)));
-}
-
-// The child process: its group is killed whole, and it is always reaped.
-struct Child {
-  pid_t pid = -1;
-  int fd = -1;
-  bool reaped = false;
-  int status = 0;
-  void kill_group() {
-    if (pid > 0 && !reaped) ::kill(-pid, SIGKILL);
-  }
-  // Waits up to `ms` for it to end.
-  bool reap(int ms) {
-    if (reaped || pid <= 0) return reaped;
-    const auto until = Clock::now() + std::chrono::milliseconds(ms);
-    for (;;) {
-      const pid_t r = ::waitpid(pid, &status, WNOHANG);
-      if (r == pid || (r < 0 && errno != EINTR)) return reaped = true;
-      if (Clock::now() >= until) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-  ~Child() {
-    if (fd >= 0) ::close(fd);
-    if (!reap(0)) {
-      kill_group();
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
-  }
-};
 
 // This process's address space now (/proc/self/statm's first field, in pages).
 uint64_t mapped_bytes() {
@@ -197,7 +101,7 @@ CompileLimits compile_limits() {
     const double x = std::strtod(v, &end);
     if (errno || *end || !(x >= lo && x <= hi))
       throw Error(ErrorKind::Usage, std::string(var) + "=" + printable(v) + ": expected " + unit +
-                                        ", " + seconds_words(lo) + " to " + seconds_words(hi));
+                                        ", " + fmt("%g", lo) + " to " + fmt("%g", hi));
     return x;
   };
   l.timeout_s = number("LAB_COMPILE_TIMEOUT_S", 0.1, 3600, l.timeout_s, "seconds");
@@ -220,82 +124,40 @@ LiveBuild live_compile(const std::string& source, const LiveOptions& o, const st
   if (!refusal.empty())
     throw Error(o.arch > 0 ? ErrorKind::Usage : ErrorKind::Unavailable, prefix + refusal);
 
-  Writer req;
+  WireWriter req;
   req.str(source);
   put_options(req, resolved);
   req.pod(uint64_t(limits.memory_bytes));
-  const std::string request = req.framed();
+  const std::string request = framed(req);
 
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-    throw Error(ErrorKind::Unavailable, std::string("compiling: socketpair: ") + strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
-  posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t def;
-  sigemptyset(&def);
-  sigaddset(&def, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &def);
   // /proc/self/exe: this very binary, even where its file was replaced or removed since.
   const std::string self = self_executable();
-  char arg1[] = "__compile";
-  char* argv[] = {const_cast<char*>(self.c_str()), arg1, nullptr};
-  Child c;
-  const int e = posix_spawn(&c.pid, "/proc/self/exe", &fa, &attr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  ::close(sv[1]);
-  c.fd = sv[0];
-  if (e != 0) {
-    c.pid = -1;
+  std::string why;
+  std::unique_ptr<Child> c =
+      Child::spawn({self, "__compile"}, {ChildIo::Socket, true, "/proc/self/exe"}, &why);
+  if (!c)
     throw Error(ErrorKind::Unavailable,
-                "cannot start the compiler process (" + self + " __compile): " + strerror(e));
-  }
-  fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK);
+                "cannot start the compiler process (" + self + " __compile): " + why);
 
-  const auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(limits.timeout_s * 1e3));
-  auto timed_out = [&]() -> Error {
-    c.kill_group();
-    return Error(ErrorKind::Data, prefix + "compiling took longer than " +
-                                      seconds_words(limits.timeout_s) +
-                                      " s (a macro or template that expands without end?); "
-                                      "LAB_COMPILE_TIMEOUT_S sets the limit");
-  };
+  const auto deadline =
+      SteadyClock::now() + std::chrono::milliseconds(int64_t(limits.timeout_s * 1e3));
   // The request, then the reply until the child closes its end, both by the deadline.
-  size_t sent = 0;
   std::string reply;
-  bool eof = false;
-  while (!eof) {
-    pollfd pf{c.fd, short(POLLIN | (sent < request.size() ? POLLOUT : 0)), 0};
-    const int r = poll(&pf, 1, ms_left(deadline));
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) throw timed_out();
-    if (r < 0) break;
-    if (sent < request.size() && (pf.revents & POLLOUT)) {
-      const ssize_t k = ::send(c.fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-      if (k > 0) sent += size_t(k);
-      if (k < 0 && errno != EINTR && errno != EAGAIN) sent = request.size();  // it left early
-      if (sent == request.size()) ::shutdown(c.fd, SHUT_WR);
-    }
-    if (pf.revents & (POLLIN | POLLHUP | POLLERR)) {
-      char buf[1 << 16];
-      const ssize_t k = ::read(c.fd, buf, sizeof buf);
-      if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) eof = true;
-      if (k > 0) reply.append(buf, size_t(k));
-      if (reply.size() > kMaxReply) {
-        c.kill_group();
-        throw Error(ErrorKind::Data, prefix + "the compiler's output is over " +
-                                         size_words(kMaxReply) + ": not compiled");
-      }
-    }
+  const IoResult io = exchange_until_eof(c->fd, request, kMaxReply, deadline, &reply);
+  if (io == IoResult::Timeout) {
+    c->kill();
+    throw Error(ErrorKind::Data, prefix + "compiling took longer than " +
+                                     fmt("%g", limits.timeout_s) +
+                                     " s (a macro or template that expands without end?); "
+                                     "LAB_COMPILE_TIMEOUT_S sets the limit");
+  }
+  if (io == IoResult::Failed) {
+    c->kill();
+    throw Error(ErrorKind::Data, prefix + "the compiler's output is over " + size_words(kMaxReply) +
+                                     ": not compiled");
   }
   // Its reply is complete at EOF: it ends at once, else it is ended.
-  if (!c.reap(std::max(1000, std::min(ms_left(deadline), 5000)))) c.kill_group(), c.reap(5000);
+  if (!c->reap(std::max(1000, std::min(ms_left(deadline), 5000)))) c->kill();
   const std::string memory_words =
       prefix + "compiling needed more than " + size_words(limits.memory_bytes) +
       " of memory (a macro or template that expands without end?); LAB_COMPILE_MEMORY_MIB sets "
@@ -303,15 +165,15 @@ LiveBuild live_compile(const std::string& source, const LiveOptions& o, const st
   std::string payload;
   if (!unframe(reply, &payload)) {
     // No reply: what ended it. Out of address space, NVRTC may abort rather than fail.
-    if (c.reaped && WIFSIGNALED(c.status) &&
-        (WTERMSIG(c.status) == SIGABRT || WTERMSIG(c.status) == SIGSEGV ||
-         WTERMSIG(c.status) == SIGBUS))
-      throw Error(ErrorKind::Data, prefix + "the compiler process ended with " +
-                                       status_words(c.status) + " (possibly its memory limit of " +
-                                       size_words(limits.memory_bytes) + ")");
+    if (c->exited() && WIFSIGNALED(c->status()) &&
+        (WTERMSIG(c->status()) == SIGABRT || WTERMSIG(c->status()) == SIGSEGV ||
+         WTERMSIG(c->status()) == SIGBUS))
+      throw Error(ErrorKind::Data,
+                  prefix + "the compiler process ended with " + status_words(c->status()) +
+                      " (possibly its memory limit of " + size_words(limits.memory_bytes) + ")");
     throw Error(ErrorKind::Unavailable,
                 prefix + "the compiler process ended without a result (" +
-                    (c.reaped ? status_words(c.status) : std::string("still running")) + ")");
+                    (c->exited() ? status_words(c->status()) : std::string("still running")) + ")");
   }
   LiveBuild b;
   b.source = source;
@@ -321,7 +183,7 @@ LiveBuild live_compile(const std::string& source, const LiveOptions& o, const st
   uint8_t kind = 0;
   std::string message;
   try {
-    Reader in(payload);
+    WireReader in(payload);
     st = Status(in.pod<uint8_t>());
     if (st == Status::Failed) {
       kind = in.pod<uint8_t>();
@@ -374,9 +236,9 @@ int live_compile_child_main(int in_fd, int out_fd) {
   }
   std::string payload;
   if (!unframe(message, &payload)) return 65;
-  Writer w;
+  WireWriter w;
   try {
-    Reader in(payload);
+    WireReader in(payload);
     const std::string source = in.str();
     const LiveOptions o = get_options(in);
     const uint64_t memory = in.pod<uint64_t>();
@@ -408,7 +270,7 @@ int live_compile_child_main(int in_fd, int out_fd) {
     w.s.clear();
     w.pod(uint8_t(Status::Failed)), w.pod(uint8_t(ErrorKind::Internal)), w.str(e.what());
   }
-  const std::string out = w.framed();
+  const std::string out = framed(w);
   for (size_t at = 0; at < out.size();) {
     const ssize_t k = ::write(proto, out.data() + at, out.size() - at);
     if (k < 0 && errno == EINTR) continue;

@@ -200,10 +200,6 @@ CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage,
     throw;
   }
   r.set_graph(graph);
-  // Seen on the H200 (driver 580, CUPTI 13.0): the first work submitted after a range-profiler
-  // session can be dropped (a poisoned output came back untouched). One short kernel, waited
-  // for, takes that place before any stage runs again.
-  measure_sm_clock_mhz(r.stream());
   if (out.report.ok && out.report.ranges.size() != out.launches.size()) {
     std::string names;
     for (size_t k = 0; k < out.report.ranges.size() && k < 40; ++k)
@@ -213,12 +209,6 @@ CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage,
                      std::to_string(out.launches.size()) + " launches (" + names + ")";
   }
   return out;
-}
-
-std::string self_executable() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, size_t(n)) : "kernel-lab";
 }
 
 namespace {

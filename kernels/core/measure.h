@@ -16,6 +16,7 @@
 
 #include "device_state.h"
 #include "runner.h"
+#include "subprocess.h"  // self_executable(), for ncu_command
 
 namespace lab {
 
@@ -106,8 +107,6 @@ CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage = SIZE_
 // flushes once more). A live kernel cannot be named on a command line: the line then says so.
 std::string ncu_command(const std::string& exe, const std::string& input_args,
                         const std::vector<ResolvedStage>& stages, size_t stage, int launches);
-// This executable's path (/proc/self/exe), for ncu_command.
-std::string self_executable();
 
 // ---- checking -------------------------------------------------------------------------------
 

@@ -4,23 +4,13 @@
 #include <sstream>
 
 #include "printable.h"
+#include "text.h"
 
 namespace lab {
 
 namespace {
 
 const char* const kPrefix = "=========";
-
-bool starts_with(const std::string& s, const char* p) {
-  return s.rfind(p, 0) == 0;
-}
-
-std::string trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
 
 // The line number after "<file>:" in a frame ("at user_kernel(...)+0x90 in user_kernel.cu:6",
 // older: "at 0x90 in /tmp/x/user_kernel.cu:6:user_kernel(...)"); 0 when the frame is elsewhere.

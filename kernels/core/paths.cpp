@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "subprocess.h"
+
 namespace lab {
 
 std::string xdg_dir(const char* var, const char* fallback, const std::string& sub) {
@@ -25,10 +27,10 @@ std::string xdg_dir(const char* var, const char* fallback, const std::string& su
 namespace {
 // The first of <bin>/../share/kernel-lab/<installed> and <bin>/../<in_tree> that is a folder.
 std::string beside_exe(const char* installed, const std::filesystem::path& in_tree) {
+  const std::string self = self_executable();
+  if (self.empty() || self[0] != '/') return "";  // /proc/self/exe could not be read
   std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  const std::filesystem::path bin = exe.parent_path();
+  const std::filesystem::path bin = std::filesystem::path(self).parent_path();
   for (const auto& d : {bin / ".." / "share" / "kernel-lab" / installed, bin / ".." / in_tree})
     if (std::filesystem::is_directory(d, ec)) return d.lexically_normal().string();
   return "";

@@ -1,13 +1,8 @@
 #include "trial.h"
 
 #include <cuda_runtime_api.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,10 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "check.h"
 #include "device.h"
@@ -28,12 +21,13 @@
 #include "presets.h"
 #include "printable.h"
 #include "runner.h"
-
-extern char** environ;
+#include "subprocess.h"
+#include "text.h"
+#include "toolkit.h"
+#include "wire.h"
 
 namespace lab {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 const char* trial_outcome_name(TrialOutcome o) {
@@ -67,66 +61,6 @@ constexpr char kReady = 'R', kRequest = 'Q', kReport = 'A';
 constexpr uint64_t kMaxPayload = uint64_t(1) << 30;  // a 4K BGRA frame is 33 MB
 constexpr size_t kHeader = 4 + 1 + 8;
 
-// A malformed message: Error(Data), so that the decoders' callers (and the fuzz target) see one
-// documented kind.
-struct ProtocolError : Error {
-  explicit ProtocolError(const std::string& what) : Error(ErrorKind::Data, what) {}
-};
-
-class Writer {
- public:
-  template <class T>
-  void pod(const T& v) {
-    s.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void str(const std::string& v) {
-    pod(uint64_t(v.size()));
-    s += v;
-  }
-  void bytes(const void* p, size_t n) {
-    pod(uint64_t(n));
-    s.append(static_cast<const char*>(p), n);
-  }
-  std::string s;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& s) : m_s(s) {}
-  template <class T>
-  T pod() {
-    T v;
-    need(sizeof v);
-    std::memcpy(&v, m_s.data() + m_at, sizeof v);
-    m_at += sizeof v;
-    return v;
-  }
-  std::string str() {
-    const uint64_t n = pod<uint64_t>();
-    need(n);
-    std::string v = m_s.substr(m_at, size_t(n));
-    m_at += size_t(n);
-    return v;
-  }
-  void bytes(void* p, size_t n) {
-    if (pod<uint64_t>() != n) throw ProtocolError("a field of the wrong size");
-    need(n);
-    if (n) std::memcpy(p, m_s.data() + m_at, n);
-    m_at += n;
-  }
-  void end() const {
-    if (m_at != m_s.size()) throw ProtocolError("bytes after the last field");
-  }
-  size_t remaining() const { return m_s.size() - m_at; }
-
- private:
-  void need(uint64_t n) const {
-    if (n > m_s.size() - m_at) throw ProtocolError("a field runs past the message's end");
-  }
-  const std::string& m_s;
-  size_t m_at = 0;
-};
-
 std::string frame(char type, const std::string& payload) {
   std::string f(kMagic, 4);
   f += type;
@@ -138,7 +72,7 @@ std::string frame(char type, const std::string& payload) {
 }  // namespace
 
 std::string encode_trial_request(const TrialRequest& r) {
-  Writer w;
+  WireWriter w;
   const LiveBuild& b = r.build;
   w.str(b.source);
   w.pod(uint8_t(b.options.fast_math)), w.pod(int32_t(b.options.max_regs));
@@ -158,7 +92,7 @@ std::string encode_trial_request(const TrialRequest& r) {
 }
 
 TrialRequest decode_trial_request(const std::string& payload) {
-  Reader in(payload);
+  WireReader in(payload);
   TrialRequest r;
   LiveBuild& b = r.build;
   b.source = in.str();
@@ -177,15 +111,14 @@ TrialRequest decode_trial_request(const std::string& payload) {
   ImageDesc d;
   d.width = in.pod<int32_t>(), d.height = in.pod<int32_t>(), d.channels = in.pod<int32_t>();
   const uint8_t type = in.pod<uint8_t>();
-  if (type > uint8_t(PixelType::U32)) throw ProtocolError("an unknown pixel type");
+  if (type > uint8_t(PixelType::U32)) throw WireError("an unknown pixel type");
   d.type = PixelType(type);
   if (d.width < 0 || d.height < 0 || d.width > 65536 || d.height > 65536 || d.channels < 0 ||
       d.channels > 4)
-    throw ProtocolError("a frame of impossible size");
+    throw WireError("a frame of impossible size");
   // The frame's bytes must be in the message before they are allocated: a header can announce
   // 64 GB.
-  if (!d.empty() && d.bytes() > in.remaining())
-    throw ProtocolError("a frame larger than its message");
+  if (!d.empty() && d.bytes() > in.remaining()) throw WireError("a frame larger than its message");
   if (!d.empty()) {
     r.frame = HostImage(d);
     in.bytes(r.frame.bytes(), d.bytes());
@@ -199,7 +132,7 @@ TrialRequest decode_trial_request(const std::string& payload) {
 }
 
 std::string encode_trial_report(const TrialReport& r) {
-  Writer w;
+  WireWriter w;
   w.pod(uint8_t(r.outcome));
   w.str(r.message);
   w.pod(r.kernel_ms), w.pod(r.trial_ms);
@@ -212,10 +145,10 @@ std::string encode_trial_report(const TrialReport& r) {
 }
 
 TrialReport decode_trial_report(const std::string& payload) {
-  Reader in(payload);
+  WireReader in(payload);
   TrialReport r;
   const uint8_t o = in.pod<uint8_t>();
-  if (o > uint8_t(TrialOutcome::Error)) throw ProtocolError("an unknown outcome");
+  if (o > uint8_t(TrialOutcome::Error)) throw WireError("an unknown outcome");
   r.outcome = TrialOutcome(o);
   r.message = in.str();
   r.kernel_ms = in.pod<double>(), r.trial_ms = in.pod<double>();
@@ -225,7 +158,7 @@ TrialReport decode_trial_report(const std::string& payload) {
   r.unwritten = in.pod<uint64_t>(), r.total = in.pod<uint64_t>();
   r.memchecked = in.pod<uint8_t>() != 0;
   const uint32_t n = in.pod<uint32_t>();
-  if (n > 1000) throw ProtocolError("too many findings");
+  if (n > 1000) throw WireError("too many findings");
   for (uint32_t i = 0; i < n; ++i) {
     MemcheckFinding f;
     f.line = in.pod<int32_t>();
@@ -240,57 +173,7 @@ TrialReport decode_trial_report(const std::string& payload) {
 
 namespace {
 
-enum class Io { Ok, Eof, Timeout, Failed };
-
-std::string num(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-int ms_left(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return int(std::max<int64_t>(0, std::min<int64_t>(left.count(), 1 << 30)));
-}
-
-// Reads exactly n bytes by the deadline (none: wait as long as it takes, the child's side).
-Io read_exact(int fd, char* p, size_t n, const Clock::time_point* deadline, size_t* got) {
-  *got = 0;
-  while (*got < n) {
-    if (deadline) {
-      pollfd pf{fd, POLLIN, 0};
-      const int r = poll(&pf, 1, ms_left(*deadline));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return Io::Failed;
-      if (r == 0) return Io::Timeout;
-    }
-    const ssize_t k = ::read(fd, p + *got, n - *got);
-    if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (k < 0) return errno == ECONNRESET ? Io::Eof : Io::Failed;
-    if (k == 0) return Io::Eof;
-    *got += size_t(k);
-  }
-  return Io::Ok;
-}
-
-Io write_all(int fd, const std::string& s, const Clock::time_point* deadline) {
-  size_t at = 0;
-  while (at < s.size()) {
-    if (deadline) {
-      pollfd pf{fd, POLLOUT, 0};
-      const int r = poll(&pf, 1, ms_left(*deadline));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return Io::Failed;
-      if (r == 0) return Io::Timeout;
-      if (pf.revents & (POLLHUP | POLLERR)) return Io::Eof;
-    }
-    const ssize_t k = ::send(fd, s.data() + at, s.size() - at, MSG_NOSIGNAL);
-    if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (k < 0) return errno == EPIPE || errno == ECONNRESET ? Io::Eof : Io::Failed;
-    at += size_t(k);
-  }
-  return Io::Ok;
-}
+using Io = IoResult;
 
 struct ReadFrame {
   Io io = Io::Ok;
@@ -330,16 +213,6 @@ ReadFrame read_frame(int fd, const Clock::time_point* deadline) {
   return f;
 }
 
-std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    const char* name = strsignal(sig);
-    return "signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
-  }
-  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
-  return "status " + std::to_string(status);
-}
-
 std::string cuda_words(int code) {
   const cudaError_t e = cudaError_t(code);
   return std::string(cudaGetErrorString(e)) + " (" + cudaGetErrorName(e) + ", error " +
@@ -350,37 +223,9 @@ std::string cuda_words(int code) {
 
 // ---- the parent ----------------------------------------------------------------------------
 
-struct TrialRunner::Child {
-  pid_t pid = -1;
-  int fd = -1;
+struct TrialRunner::Process {
+  std::unique_ptr<Child> proc;
   bool ready = false;
-  bool exited = false;  // reaped
-  int status = 0;
-
-  // Reaps the child if it has exited, waiting at most `wait_ms`.
-  bool reap(int wait_ms) {
-    if (exited) return true;
-    const auto end = Clock::now() + std::chrono::milliseconds(wait_ms);
-    for (;;) {
-      const pid_t r = waitpid(pid, &status, WNOHANG);
-      if (r == pid || (r < 0 && errno == ECHILD)) return exited = true;
-      if (Clock::now() >= end) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  }
-  // Its whole process group (compute-sanitizer and its target, or the child alone).
-  void kill_group() {
-    if (exited) return;
-    ::kill(-pid, SIGKILL);
-    ::kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    exited = true;
-  }
-  ~Child() {
-    if (fd >= 0) ::close(fd);
-    if (pid > 0 && !reap(0)) kill_group();
-  }
 };
 
 std::vector<std::string> trial_command() {
@@ -390,126 +235,96 @@ std::vector<std::string> trial_command() {
 TrialRunner::TrialRunner(std::vector<std::string> command) : m_command(std::move(command)) {}
 TrialRunner::~TrialRunner() = default;
 
-std::unique_ptr<TrialRunner::Child> TrialRunner::spawn(const std::vector<std::string>& argv,
-                                                       std::string* why) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    *why = std::string("socketpair: ") + std::strerror(errno);
-    return nullptr;
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
-  posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-  posix_spawnattr_init(&attr);
+std::unique_ptr<TrialRunner::Process> TrialRunner::spawn(const std::vector<std::string>& argv,
+                                                         std::string* why) {
   // Its own process group: a timeout kills compute-sanitizer and its target together.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t def;
-  sigemptyset(&def);
-  sigaddset(&def, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &def);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int e = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  ::close(sv[1]);
-  if (e != 0) {
-    ::close(sv[0]);
-    *why = "cannot start " + argv[0] + ": " + std::strerror(e);
-    return nullptr;
-  }
+  std::unique_ptr<Child> c = Child::spawn(argv, {ChildIo::Socket, true, ""}, why);
+  if (!c) return nullptr;
   ++m_spawned;
-  auto c = std::make_unique<Child>();
-  c->pid = pid;
-  c->fd = sv[0];
-  fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
-  return c;
+  auto p = std::make_unique<Process>();
+  p->proc = std::move(c);
+  return p;
 }
 
 void TrialRunner::warm() {
-  if (m_warm && !m_warm->reap(0)) return;
+  if (m_warm && !m_warm->proc->reap(0)) return;
   std::string why;
   m_warm = spawn(m_command, &why);  // a failure shows at the next run()
 }
 
-TrialReport TrialRunner::exchange(Child& c, const TrialRequest& req, double timeout_s,
+TrialReport TrialRunner::exchange(Process& c, const TrialRequest& req, double timeout_s,
                                   double start_s) {
   TrialReport rep;
   auto died = [&](const std::string& when) {
-    c.reap(2000);
-    if (!c.exited) c.kill_group();
+    c.proc->reap(2000);
+    if (!c.proc->exited()) c.proc->kill();
     rep.outcome = TrialOutcome::Crashed;
-    rep.message = "the trial process ended " + when + ": " + describe_status(c.status);
+    rep.message = "the trial process ended " + when + ": " + status_words(c.proc->status());
     return rep;
   };
   auto garbage = [&](const std::string& problem) {
-    c.kill_group();
+    c.proc->kill();
     rep.outcome = TrialOutcome::Protocol;
     rep.message = "the trial process sent an unreadable reply: " + problem;
     return rep;
   };
   if (!c.ready) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(start_s * 1e3));
-    const ReadFrame f = read_frame(c.fd, &deadline);
+    const ReadFrame f = read_frame(c.proc->fd, &deadline);
     if (f.io == Io::Timeout) {
-      c.kill_group();
+      c.proc->kill();
       rep.outcome = TrialOutcome::Error;
-      rep.message = "the trial process did not start within " + num("%.0f", start_s) + " s";
+      rep.message = "the trial process did not start within " + fmt("%.0f", start_s) + " s";
       return rep;
     }
     if (!f.problem.empty()) {
-      if (c.reap(200) && WIFSIGNALED(c.status)) return died("while starting");
+      if (c.proc->reap(200) && WIFSIGNALED(c.proc->status())) return died("while starting");
       return garbage(f.problem);
     }
     if (f.io != Io::Ok) return died("before it was ready");
     if (f.type != kReady) return garbage("its first message is not 'ready'");
-    Reader in(f.payload);
+    WireReader in(f.payload);
     try {
       const bool ok = in.pod<uint8_t>() != 0;
       const std::string what = in.str();
       if (!ok) {  // no GPU, no context: it exits
-        c.reap(2000);
+        c.proc->reap(2000);
         rep.outcome = TrialOutcome::Error;
         rep.message = "the trial process has no GPU: " + what;
         return rep;
       }
-    } catch (const ProtocolError& e) {
+    } catch (const WireError& e) {
       return garbage(e.what());
     }
     c.ready = true;
   }
   const auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1e3));
   const std::string timeout_words =
-      "did not finish in " + num("%g", timeout_s) + " s: an endless loop, or far too slow";
-  const Io w = write_all(c.fd, frame(kRequest, encode_trial_request(req)), &deadline);
+      "did not finish in " + fmt("%g", timeout_s) + " s: an endless loop, or far too slow";
+  const Io w = write_all(c.proc->fd, frame(kRequest, encode_trial_request(req)), &deadline);
   if (w == Io::Timeout) {
-    c.kill_group();
+    c.proc->kill();
     rep.outcome = TrialOutcome::Timeout;
     rep.message = timeout_words + " (it did not read its input)";
     return rep;
   }
   if (w != Io::Ok) return died("before it read its input");
-  const ReadFrame f = read_frame(c.fd, &deadline);
+  const ReadFrame f = read_frame(c.proc->fd, &deadline);
   if (f.io == Io::Timeout) {
-    c.kill_group();
+    c.proc->kill();
     rep.outcome = TrialOutcome::Timeout;
     rep.message = timeout_words;
     return rep;
   }
   if (!f.problem.empty()) {
-    if (c.reap(200) && WIFSIGNALED(c.status)) return died("while it reported");
+    if (c.proc->reap(200) && WIFSIGNALED(c.proc->status())) return died("while it reported");
     return garbage(f.problem);
   }
   if (f.io != Io::Ok) return died("before it reported");
   if (f.type != kReport) return garbage("a message that is not a report");
   try {
     rep = decode_trial_report(f.payload);
-  } catch (const ProtocolError& e) {
+  } catch (const WireError& e) {
     return garbage(e.what());
   }
   return rep;
@@ -519,7 +334,7 @@ TrialReport TrialRunner::run(const TrialRequest& req, const TrialLimits& limits)
   const auto t0 = Clock::now();
   TrialReport rep;
   if (!limits.memcheck) {
-    if (!m_warm || m_warm->reap(0)) {
+    if (!m_warm || m_warm->proc->reap(0)) {
       std::string why;
       m_warm = spawn(m_command, &why);
       if (!m_warm) {
@@ -531,11 +346,11 @@ TrialReport TrialRunner::run(const TrialRequest& req, const TrialLimits& limits)
     // A faulted child exits (its context is unusable) and a killed one is gone: the next child
     // starts now, so that its context is made before the next trial. One that only refused a
     // request stays.
-    if (rep.outcome == TrialOutcome::Faulted || m_warm->exited || m_warm->reap(0)) {
+    if (rep.outcome == TrialOutcome::Faulted || m_warm->proc->exited() || m_warm->proc->reap(0)) {
       // LAB_TRIAL_TRY_RESET (a diagnosis): the faulted child tries a device reset, with no GL in
       // its process, and says on stderr how it went; it gets the time to, not a SIGKILL.
       if (rep.outcome == TrialOutcome::Faulted && std::getenv("LAB_TRIAL_TRY_RESET"))
-        m_warm->reap(65000);
+        m_warm->proc->reap(65000);
       m_warm.reset();
       warm();
     }
@@ -557,7 +372,7 @@ TrialReport TrialRunner::run(const TrialRequest& req, const TrialLimits& limits)
                                      "--log-file", log_path,           "--print-limit",
                                      "20",         "--show-backtrace", "device"};
     argv.insert(argv.end(), m_command.begin(), m_command.end());
-    std::unique_ptr<Child> c = spawn(argv, &why);
+    std::unique_ptr<Process> c = spawn(argv, &why);
     if (!c) {
       std::remove(log_path);
       rep.message = "memcheck: " + why;
@@ -566,9 +381,8 @@ TrialReport TrialRunner::run(const TrialRequest& req, const TrialLimits& limits)
     rep = exchange(*c, req, limits.timeout_s + limits.memcheck_extra_s,
                    limits.start_timeout_s + limits.memcheck_extra_s);
     // End it (EOF on its input) and give the sanitizer time to write its report.
-    ::close(c->fd);
-    c->fd = -1;
-    if (!c->reap(10000)) c->kill_group();
+    c->proc->close_fd();
+    if (!c->proc->reap(10000)) c->proc->kill();
     std::ifstream in(log_path);
     std::stringstream log;
     log << in.rdbuf();
@@ -591,32 +405,11 @@ TrialReport TrialRunner::run(const TrialRequest& req, const TrialLimits& limits)
 }
 
 std::string find_compute_sanitizer(std::string* why) {
-  auto executable = [](const fs::path& p) {
-    std::error_code ec;
-    return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
-  };
-  std::vector<fs::path> dirs;
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream ss(path);
-    std::string d;
-    while (std::getline(ss, d, ':'))
-      if (!d.empty()) dirs.push_back(d);
-  }
-  // Beside nvcc: the toolkit's bin holds a link, its compute-sanitizer folder the tool.
-  std::vector<fs::path> roots;
-  for (const fs::path& d : dirs)
-    if (executable(d / "nvcc")) roots.push_back(d.parent_path());
-  if (const char* home = std::getenv("CUDA_HOME")) roots.push_back(home);
-  roots.push_back("/usr/local/cuda");
-  for (const fs::path& r : roots)
-    dirs.push_back(r / "bin"), dirs.push_back(r / "compute-sanitizer");
-  for (const fs::path& d : dirs)
-    if (executable(d / "compute-sanitizer")) return (d / "compute-sanitizer").string();
-  if (why)
-    *why =
-        "compute-sanitizer is not installed (not on PATH, not beside nvcc, not in $CUDA_HOME or "
-        "/usr/local/cuda); it comes with the full CUDA toolkit and JetPack";
-  return "";
+  const ToolLookup t = find_cuda_tool("compute-sanitizer");
+  if (t.path.empty() && why)
+    *why = "compute-sanitizer is not installed (looked on " + t.where() +
+           "); it comes with the full CUDA toolkit and JetPack";
+  return t.path;
 }
 
 // ---- the child ------------------------------------------------------------------------------
@@ -694,16 +487,16 @@ TrialReport run_one(const TrialRequest& req) {
     }
     if (rep.unwritten > 0) {
       rep.outcome = TrialOutcome::Unwritten;
-      rep.message = "finished in " + num("%.3f", rep.kernel_ms) + " ms but left " +
+      rep.message = "finished in " + fmt("%.3f", rep.kernel_ms) + " ms but left " +
                     std::to_string(rep.unwritten) + " of " + std::to_string(rep.total) +
                     " output values unwritten: does the grid cover every pixel?";
     } else {
       rep.outcome = TrialOutcome::Passed;
-      rep.message = "ran in " + num("%.3f", rep.kernel_ms) + " ms" +
+      rep.message = "ran in " + fmt("%.3f", rep.kernel_ms) + " ms" +
                     (rep.compared ? (rep.within_tolerance ? ", within the stage's tolerance"
                                                           : ", outside the stage's tolerance "
                                                             "(max |diff| " +
-                                                                num("%.3g", rep.max_abs) + ")")
+                                                                fmt("%.3g", rep.max_abs) + ")")
                                   : "");
     }
   } catch (const CudaError& e) {
@@ -731,7 +524,7 @@ int trial_child_main(int in_fd, int out_fd) {
     if (e != cudaSuccess) ready_why = cuda_words(e);
   }
   {
-    Writer w;
+    WireWriter w;
     w.pod(uint8_t(ready_why.empty()));
     w.str(ready_why.empty() ? d.name + " " + d.arch() : ready_why);
     send_or_exit(proto, kReady, w.s);
@@ -744,7 +537,7 @@ int trial_child_main(int in_fd, int out_fd) {
     TrialReport rep;
     try {
       rep = run_one(decode_trial_request(f.payload));
-    } catch (const ProtocolError& e) {
+    } catch (const WireError& e) {
       rep.outcome = TrialOutcome::Error;
       rep.message = std::string("a malformed request: ") + e.what();
     }

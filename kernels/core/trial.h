@@ -92,11 +92,11 @@ class TrialRunner {
   int spawned() const { return m_spawned; }
 
  private:
-  struct Child;
-  std::unique_ptr<Child> spawn(const std::vector<std::string>& argv, std::string* why);
-  TrialReport exchange(Child& c, const TrialRequest& req, double timeout_s, double start_s);
+  struct Process;  // a child and whether it said it is ready
+  std::unique_ptr<Process> spawn(const std::vector<std::string>& argv, std::string* why);
+  TrialReport exchange(Process& c, const TrialRequest& req, double timeout_s, double start_s);
   std::vector<std::string> m_command;
-  std::unique_ptr<Child> m_warm;
+  std::unique_ptr<Process> m_warm;
   int m_spawned = 0;
 };
 

@@ -1,0 +1,27 @@
+#include "text.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+namespace lab {
+
+std::string trim(std::string_view s) {
+  auto blank = [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == '\0'; };
+  size_t b = 0, e = s.size();
+  while (b < e && blank(s[b])) ++b;
+  while (e > b && blank(s[e - 1])) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string format_or_dash(const char* format, double v) {
+  return std::isfinite(v) ? fmt(format, v) : "-";
+}
+
+}  // namespace lab
