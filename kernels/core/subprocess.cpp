@@ -143,17 +143,28 @@ Child::~Child() {
 
 // ---- bounded I/O ----------------------------------------------------------------------------
 
+namespace {
+// Waits until `fd` is ready for `events` (none: at once): Ok, or Timeout, Failed, and Eof for a
+// peer gone while writing.
+IoResult wait_for(int fd, short events, const SteadyClock::time_point* deadline) {
+  if (!deadline) return IoResult::Ok;
+  for (;;) {
+    pollfd pf{fd, events, 0};
+    const int r = poll(&pf, 1, ms_left(*deadline));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return IoResult::Failed;
+    if (r == 0) return IoResult::Timeout;
+    if ((events & POLLOUT) && (pf.revents & (POLLHUP | POLLERR))) return IoResult::Eof;
+    return IoResult::Ok;
+  }
+}
+}  // namespace
+
 IoResult read_exact(int fd, char* p, size_t n, const SteadyClock::time_point* deadline,
                     size_t* got) {
   *got = 0;
   while (*got < n) {
-    if (deadline) {
-      pollfd pf{fd, POLLIN, 0};
-      const int r = poll(&pf, 1, ms_left(*deadline));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return IoResult::Failed;
-      if (r == 0) return IoResult::Timeout;
-    }
+    if (const IoResult w = wait_for(fd, POLLIN, deadline); w != IoResult::Ok) return w;
     const ssize_t k = ::read(fd, p + *got, n - *got);
     if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (k < 0) return errno == ECONNRESET ? IoResult::Eof : IoResult::Failed;
@@ -166,14 +177,7 @@ IoResult read_exact(int fd, char* p, size_t n, const SteadyClock::time_point* de
 IoResult write_all(int fd, const std::string& s, const SteadyClock::time_point* deadline) {
   size_t at = 0;
   while (at < s.size()) {
-    if (deadline) {
-      pollfd pf{fd, POLLOUT, 0};
-      const int r = poll(&pf, 1, ms_left(*deadline));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return IoResult::Failed;
-      if (r == 0) return IoResult::Timeout;
-      if (pf.revents & (POLLHUP | POLLERR)) return IoResult::Eof;
-    }
+    if (const IoResult w = wait_for(fd, POLLOUT, deadline); w != IoResult::Ok) return w;
     const ssize_t k = ::send(fd, s.data() + at, s.size() - at, MSG_NOSIGNAL);
     if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (k < 0) return errno == EPIPE || errno == ECONNRESET ? IoResult::Eof : IoResult::Failed;
