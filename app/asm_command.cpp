@@ -1,5 +1,5 @@
 // `kernel-lab asm`: a kernel's PTX or SASS, its instruction mix, and precise vs fast (or one
-// variant against another) side by side (kernels/core/listing.h does the work).
+// variant against another) side by side (kernels/core/asm/listing.h does the work).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>

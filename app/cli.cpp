@@ -454,6 +454,8 @@ int run_cli(int argc, char** argv) {
       if (gui_o.kernel_file.empty() != gui_o.replace.empty())
         throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");
       gui_o.command_line.assign(argv + 1, argv + argc);
+      gui_o.hooks = ui::read_gui_hooks();
+      if (gui_o.hooks.hang_report_s > 0) gui_o.hang_report_s = gui_o.hooks.hang_report_s;
       gui_o.max_pixels = gui_c.max_pixels;
       gui_o.accept_truncated = gui_c.accept_truncated;
       gui_o.graph = gui_c.graph;

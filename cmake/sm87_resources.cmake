@@ -11,7 +11,7 @@
 # With -DPTX_DIR=dir, the same compile keeps its compute_87 PTX (nvcc --keep: no second front-end
 # run) and writes our own functions of it (lab::..., not CUB's) as dir/<op>.<pass>.ptx; then
 #   cmake -DPTX_FILES="a.precise.ptx|a.fast.ptx|..." -DOUT=file.cpp -P sm87_resources.cmake
-# embeds them for the PTX view (kernels/core/listing.h).
+# embeds them for the PTX view (kernels/core/asm/listing.h).
 
 # A quoted "keep" is a string, never the variable of that name.
 cmake_policy(SET CMP0054 NEW)

@@ -134,7 +134,7 @@ def output_size(text):
 
 
 def default_topk_input(lab_binary):
-    """graf1.png from the test images, found where kernel-lab finds them (kernels/core/paths.h:
+    """graf1.png from the test images, found where kernel-lab finds them (kernels/core/base/paths.h:
     <bin>/../share/kernel-lab/data installed, <bin>/../tests/data from a build or a bundle), else
     beside this script in the source tree."""
     bin_dir = os.path.dirname(os.path.abspath(lab_binary))

@@ -1,4 +1,4 @@
-// PTX and SASS listings (kernels/core/listing.h): splitting, the instruction mix, the diff, the
+// PTX and SASS listings (kernels/core/asm/listing.h): splitting, the instruction mix, the diff, the
 // lookup of a launch's function, the embedded PTX, the "no toolkit" message and `asm`.
 #include <algorithm>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// Presets (kernels/core/presets.h): the round trip, and every way a preset file can be bad,
+// Presets (kernels/core/run/presets.h): the round trip, and every way a preset file can be bad,
 // read by the engine and by `--preset` on the command line.
 #include <unistd.h>
 

@@ -360,19 +360,9 @@ struct GuiApp {
     bool restarted = false;  // this process is that new start
     std::string restart_message;
   } recovery;
-  uint64_t simulate_fault_at = 0;  // tests (LAB_SIMULATE_GPU_FAULT=N): job N faults
-  uint64_t simulate_hang_at = 0;   // tests (LAB_SIMULATE_GPU_HANG=N): job N never ends
-  int exit_code = 0;               // 70 when the GPU could not be brought back
+  int exit_code = 0;  // 70 when the GPU could not be brought back
   bool quit = false;
 };
-
-// Adds a tooltip to the last item.
-void tip(const char* text);
-// A teaching panel's window (closable from its title bar or the View menu) and its stage combo
-// over the last frame's stages; false when there is nothing to draw (End() already called).
-bool stage_window_begin(GuiApp& app, const char* title, int& stage, const char* why);
-// Pushes a value into a bounded history.
-void push_history(std::vector<float>& h, float v);
 
 // The panels, one file each (panel_<name>.cpp).
 void draw_pipeline_panel(GuiApp& app);
@@ -385,6 +375,8 @@ void draw_ladder_panel(GuiApp& app);
 // Writes the ladder's table as <base>.csv and .json, and asks for its chart as <base>.png (written
 // after the frame renders); the result in ui.note.
 void export_ladder(LadderUi& ui, const std::string& base, bool csv, bool json, bool png);
+// After the frame renders: the chart export_ladder asked for, read from the framebuffer as drawn.
+void write_asked_chart(GuiApp& app, int fb_w, int fb_h);
 void draw_ab_panel(GuiApp& app);
 void draw_live_panel(GuiApp& app);
 void draw_code_panel(GuiApp& app);
@@ -399,6 +391,12 @@ void live_frame_ran(GuiApp& app, const FrameResult& r);
 // have passed; restore_live_draft() puts the last one back in the editor at start-up.
 void autosave_live(GuiApp& app, bool force);
 void restore_live_draft(GuiApp& app);
+// At start: the trial's limits and memcheck, and the editor: the file given (compiled on the
+// first frame) or the last autosave.
+void init_live(GuiApp& app);
+// Once per UI frame: a compile asked for at start runs once there is input, a finished compile is
+// installed, the editor autosaved; `wait`: a scripted run waits for a compile in flight.
+void update_live(GuiApp& app, bool wait);
 // The pipeline with every live kernel taken out (the replaced stages at their default variant,
 // added stages removed): what a trial child can rebuild, and what a fault goes back to.
 PipelineConfig without_live(const PipelineConfig& p);
@@ -435,6 +433,19 @@ std::optional<RestartState> take_restart_state();
 void apply_restart_state(GuiOptions& opt, const RestartState& s);
 // Replaces this process with a new start of the lab; returns only when it could not, saying why.
 std::string restart_lab(const GuiApp& app, uint64_t frames_done);
+// The new start's first state: the recovery's count and times, the slot shown, the banner.
+void resume_after_restart(GuiApp& app, const RestartState& restart);
+// The loop ended for a restart (recover_gpu): saves the layout, says so, and starts again; when
+// that fails, saves the user's work and sets exit code 70.
+void restart_after_fault(GuiApp& app, uint64_t ui_frames);
+// A last frame that never ends (a kernel in an endless loop) cannot be waited for: the lab says
+// so, saves what the user made, and exits 70 without touching the GPU again. On the CPU
+// references a frame that has not ended is slow, not hung: it is waited for.
+void exit_if_frame_hung(GuiApp& app, uint64_t ui_frames);
+// While a hung frame's report is on screen, no more GL: the loop only watches for the job to end
+// (true: nothing to draw this frame). A frame that never ends starves OpenGL on the same GPU (on
+// the H200 a UI frame then took ~4 s), so drawing stops once the report has been drawn.
+bool wait_out_hung_frame(GuiApp& app);
 
 // Saves the editor (autosave) and the pipeline (state_dir()/last_session.json) before an exit
 // that cannot wait for the GPU; returns what was saved where, for the message.

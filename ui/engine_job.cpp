@@ -13,6 +13,7 @@
 #include "keypoint_slots.h"
 #include "measure.h"
 #include "stats.h"
+#include "widgets.h"
 
 namespace lab::ui {
 
@@ -51,10 +52,11 @@ void engine_frame(GuiApp& app, bool wait) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "frame %llu has been running for %.0f s",
                       (unsigned long long)app.job_number, s);
-        app.stale = std::string(buf) + (app.opt.backend == Backend::Cpu && app.simulate_hang_at == 0
-                                            ? " (the CPU references are slow at this size)"
-                                        : at.empty() ? " (the GPU has not finished it)"
-                                                     : ": waiting on " + at);
+        app.stale = std::string(buf) +
+                    (app.opt.backend == Backend::Cpu && app.opt.hooks.simulate_hang_at == 0
+                         ? " (the CPU references are slow at this size)"
+                     : at.empty() ? " (the GPU has not finished it)"
+                                  : ": waiting on " + at);
         // The first frame after starting again waits on the driver, not on a kernel of this
         // process: the H200's ran it 19 s after the fault.
         if (app.recovery.restarted && app.recovery.waiting)
@@ -175,8 +177,7 @@ void engine_frame(GuiApp& app, bool wait) {
     app.ui.graph_dirty = false;
   }
   if (app.interop.available()) in.staging = &app.staging;
-  if (app.recovery.waiting && std::getenv("LAB_TRACE_RECOVERY"))
-    in.trace_since = app.recovery.fault_at;
+  if (app.recovery.waiting && app.opt.hooks.trace_recovery) in.trace_since = app.recovery.fault_at;
   if (app.ui.ladder.requested && !app.view.slots.empty() && !in.pipeline &&
       size_t(app.ui.ladder.stage) < app.view.stage_names.size()) {
     LadderUi& L = app.ui.ladder;
@@ -222,8 +223,9 @@ void engine_frame(GuiApp& app, bool wait) {
   }
   app.ui.counters_requested = false;
   ++app.job_number;
-  in.simulate_fault = app.simulate_fault_at > 0 && app.job_number == app.simulate_fault_at;
-  in.simulate_hang = app.simulate_hang_at > 0 && app.job_number == app.simulate_hang_at;
+  const GuiHooks& h = app.opt.hooks;
+  in.simulate_fault = h.simulate_fault_at > 0 && app.job_number == h.simulate_fault_at;
+  in.simulate_hang = h.simulate_hang_at > 0 && app.job_number == h.simulate_hang_at;
   app.job_started = Clock::now();
   app.job = std::async(std::launch::async, run_job, std::ref(*app.runner), std::move(in));
   if (wait) app.job.wait_for(std::chrono::milliseconds(int64_t(1e3 * app.opt.hang_report_s)));
@@ -452,6 +454,18 @@ FrameResult run_job(Runner& r, JobInput in) {
     out.error = std::string("internal error: ") + e.what();  // shown, and the UI goes on
   }
   return out;
+}
+
+bool wait_out_hung_frame(GuiApp& app) {
+  if (app.stale.empty()) return false;
+  if (!app.stale_drawn) {  // this frame draws the report
+    app.stale_drawn = true;
+    return false;
+  }
+  engine_frame(app, false);
+  if (app.stale.empty()) app.stale_drawn = false;  // it ended: draw again
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return true;
 }
 
 }  // namespace lab::ui

@@ -12,6 +12,23 @@
 
 namespace lab::ui {
 
+// The environment's hooks into the GUI, read once (read_gui_hooks) into the options; README's
+// table lists them. The test hooks make the fault, hang and restart paths run without a GPU
+// that faults; the traces diagnose a slow frame or a slow recovery.
+struct GuiHooks {
+  bool trace_ui = false;           // LAB_TRACE_UI: a step of a UI frame over 20 ms, on stderr
+  bool trace_recovery = false;     // LAB_TRACE_RECOVERY: a recovery's steps, timed from the fault
+  bool crash_trace = false;        // LAB_CRASH_TRACE: a backtrace on SIGSEGV and SIGABRT
+  uint64_t simulate_fault_at = 0;  // LAB_SIMULATE_GPU_FAULT=N (test): engine job N faults
+  uint64_t simulate_hang_at = 0;   // LAB_SIMULATE_GPU_HANG=N (test): job N never ends
+  bool simulate_reset_failure = false;  // LAB_SIMULATE_RESET_FAILURE (test): the reset refuses
+  bool no_restart = false;     // LAB_NO_RESTART (test): a fault past recovery exits 70, no restart
+  bool restart_spawn = false;  // LAB_RESTART_MODE=spawn (test): restart as a child, not execv
+  double hang_report_s = 0;    // LAB_HANG_REPORT_S (test): GuiOptions::hang_report_s; 0: unset
+  bool no_interop = false;     // LAB_NO_INTEROP: frames reach OpenGL through the host
+};
+GuiHooks read_gui_hooks();
+
 struct GuiOptions {
   PipelineConfig pipeline;
   std::string input = "synthetic";
@@ -51,6 +68,7 @@ struct GuiOptions {
   std::string code;
   // A hung frame is reported after this long (the Timings and Diff panels then say so).
   double hang_report_s = 5.0;
+  GuiHooks hooks;
   // The command line as given (argv[1..]): after a GPU fault that cannot be recovered from in
   // place, the lab starts itself again with it (recovery.cpp).
   std::vector<std::string> command_line;

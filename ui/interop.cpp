@@ -24,12 +24,12 @@ void GlInterop::reset() {
   m_available = false;
 }
 
-void GlInterop::init(bool cuda_backend) {
+void GlInterop::init(bool cuda_backend, bool switched_off) {
   if (!cuda_backend) {
     m_why = "CPU mode: no CUDA device";
     return;
   }
-  if (std::getenv("LAB_NO_INTEROP")) {  // frames reach OpenGL through the host instead
+  if (switched_off) {  // frames reach OpenGL through the host instead
     m_why = "switched off (LAB_NO_INTEROP)";
     return;
   }

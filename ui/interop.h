@@ -24,7 +24,7 @@ class GlInterop {
   // Unregisters everything (before the GL objects are deleted).
   void reset();
   // Probes once, with the GL context current: is it on the CUDA device?
-  void init(bool cuda_backend);
+  void init(bool cuda_backend, bool switched_off);
   bool available() const { return m_available; }
   const std::string& why() const { return m_why; }
 

@@ -11,6 +11,7 @@
 
 #include "app_state.h"
 #include "colormap.h"
+#include "widgets.h"
 
 namespace lab::ui {
 

@@ -1,5 +1,5 @@
 // Code: a kernel's PTX or SASS, its precise and fast builds (or any A and B) side by side with
-// the differing lines marked, and the instruction mix of each (kernels/core/listing.h).
+// the differing lines marked, and the instruction mix of each (kernels/core/asm/listing.h).
 #include "panel_code.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include "app_state.h"
 #include "device.h"
 #include "registry.h"
+#include "widgets.h"
 
 namespace lab::ui {
 

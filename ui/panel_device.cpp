@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "app_state.h"
+#include "widgets.h"
 
 namespace lab::ui {
 

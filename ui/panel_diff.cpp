@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "app_state.h"
+#include "widgets.h"
 
 namespace lab::ui {
 

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "app_state.h"
+#include "headless_gl.h"
 #include "orin.h"
 #include "output_file.h"
+#include "widgets.h"
 
 namespace lab::ui {
 
@@ -421,6 +423,21 @@ void draw_ladder_panel(GuiApp& app) {
     ui.select_view = -1;
   }
   ImGui::End();
+}
+
+void write_asked_chart(GuiApp& app, int fb_w, int fb_h) {
+  LadderUi& L = app.ui.ladder;
+  if (L.png_path.empty()) return;
+  const ImVec2 sc = ImGui::GetIO().DisplayFramebufferScale;
+  try {
+    write_screenshot_region(L.png_path, fb_w, fb_h, int(L.chart_min.x * sc.x),
+                            int(L.chart_min.y * sc.y), int(L.chart_max.x * sc.x),
+                            int(L.chart_max.y * sc.y));
+    L.note = "wrote " + L.png_path;
+  } catch (const Error& e) {
+    L.note = e.what();
+  }
+  L.png_path.clear();
 }
 
 }  // namespace lab::ui

@@ -10,6 +10,7 @@
 
 #include "app_state.h"
 #include "presets.h"
+#include "widgets.h"
 
 namespace lab::ui {
 
@@ -428,6 +429,45 @@ void draw_live_panel(GuiApp& app) {
   tip("kernel files carry their options in a '// @lab' line; `kernel-lab check --kernel-file "
       "FILE --replace STAGE` checks one headless");
   ImGui::End();
+}
+
+void init_live(GuiApp& app) {
+  const GuiOptions& opt = app.opt;
+  app.live.trial_timeout_s = float(opt.trial_timeout_s);
+  if (opt.backend != Backend::Cuda)
+    app.live.memcheck_why = "CPU mode: live kernels do not run, so there is nothing to check";
+  else
+    find_compute_sanitizer(&app.live.memcheck_why);
+  app.live.memcheck = opt.trial_memcheck && app.live.memcheck_why.empty();
+  if (opt.trial_memcheck && !app.live.memcheck)
+    app.ui.message = "--trial-memcheck: " + app.live.memcheck_why;
+  if (opt.kernel_file.empty()) {
+    restore_live_draft(app);  // nothing typed is lost
+    return;
+  }
+  app.live.stage = opt.replace;  // the editor opens on the file and compiles it
+  try {
+    const std::string src = read_live_file(opt.kernel_file);
+    app.live.opts = read_live_options(src, app.live.opts);
+    app.live.text.assign(64 * 1024, '\0');
+    set_live_source(app, src);
+    app.live.compile_when_input = true;  // its trial runs on the first frame
+  } catch (const Error& e) {
+    app.ui.message = app.live.status = e.what();  // the GUI keeps running and says why
+  }
+}
+
+void update_live(GuiApp& app, bool wait) {
+  if (wait && app.live.job.valid())  // reproducible, like jobs (its trial is bounded)
+    app.live.job.wait_for(std::chrono::seconds(120));
+  if (app.live.compile_when_input &&
+      (app.last_input || playground_of(app.ui.pipeline) || app.opt.backend != Backend::Cuda)) {
+    app.live.compile_when_input = false;
+    start_live_compile(app);
+    if (wait) app.live.job.wait_for(std::chrono::seconds(120));
+  }
+  poll_live(app);
+  autosave_live(app, false);
 }
 
 }  // namespace lab::ui

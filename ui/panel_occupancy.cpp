@@ -5,6 +5,7 @@
 
 #include "app_state.h"
 #include "probe.h"
+#include "widgets.h"
 
 namespace lab::ui {
 

@@ -8,6 +8,7 @@
 #include "app_state.h"
 #include "orin.h"
 #include "stats.h"
+#include "widgets.h"
 
 namespace lab::ui {
 

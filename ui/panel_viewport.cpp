@@ -12,6 +12,7 @@
 #include "app_state.h"
 #include "probe.h"
 #include "shaders.h"
+#include "widgets.h"
 
 namespace lab::ui {
 

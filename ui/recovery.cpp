@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include <fcntl.h>
@@ -17,13 +18,13 @@
 
 #include "app_state.h"
 #include "presets.h"
+#include "shell.h"
 #include "subprocess.h"
 
 namespace lab::ui {
 
 void recovery_trace(const GuiApp& app, const char* step) {
-  static const bool on = std::getenv("LAB_TRACE_RECOVERY") != nullptr;
-  if (!on) return;
+  if (!app.opt.hooks.trace_recovery) return;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                               app.recovery.fault_at)
                         .count();
@@ -141,8 +142,7 @@ std::string restart_lab(const GuiApp& app, uint64_t frames_done) {
   argv.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);
-  const char* mode = std::getenv("LAB_RESTART_MODE");
-  if (mode && std::string(mode) == "spawn") {
+  if (app.opt.hooks.restart_spawn) {
     setenv("LAB_RESTART_PARENT", std::to_string(::getpid()).c_str(), 1);
     std::string why;
     if (std::unique_ptr<Child> c =
@@ -209,7 +209,7 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   const bool cuda = app.opt.backend == Backend::Cuda;
   recovery_trace(app, "reset");
   std::string why = cuda ? reset_device() : "";
-  if (std::getenv("LAB_SIMULATE_RESET_FAILURE"))  // tests: a driver that refuses, as the H200's did
+  if (app.opt.hooks.simulate_reset_failure)  // tests: a driver that refuses, as the H200's did
     why = "CUDA-capable device(s) is/are busy or unavailable (simulated for a test)";
   recovery_trace(app, "reset done");
   if (!why.empty()) {
@@ -217,7 +217,7 @@ void recover_gpu(GuiApp& app, const std::string& error) {
     // A new process gets the device back where this one cannot: start again, unless that
     // would loop (a fault before any frame ran since the last start) or is switched off.
     std::string no_restart;
-    if (std::getenv("LAB_NO_RESTART"))
+    if (app.opt.hooks.no_restart)
       no_restart = "LAB_NO_RESTART is set";
     else if (app.recovery.waiting)
       no_restart = "it faulted again before a frame ran since the last recovery";
@@ -247,8 +247,10 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   app.runner = std::make_unique<Runner>(app.opt.backend);
   if (cuda) app.runner->set_upload_mode(app.opt.upload);
   recovery_trace(app, "new runner made");
-  app.interop.init(cuda);  // the texture and buffer are registered again at their next write
-  app.uploaded.clear();    // the viewport re-uploads
+  app.interop.init(
+      cuda,
+      app.opt.hooks.no_interop);  // the texture and buffer are registered again at their next write
+  app.uploaded.clear();           // the viewport re-uploads
   recovery_trace(app, "interop");
   open_input(app, app.opt.input);
   recovery_trace(app, "input");
@@ -269,6 +271,59 @@ void recover_gpu(GuiApp& app, const std::string& error) {
                    "CUDA state in " + ms +
                    (back.empty() ? "." : "; " + back + ". Your kernel is still in the editor.");
   std::fprintf(stderr, "kernel-lab: %s\n", app.ui.message.c_str());
+}
+
+void resume_after_restart(GuiApp& app, const RestartState& restart) {
+  using Clock = std::chrono::steady_clock;
+  app.recovery.count = restart.count;
+  app.recovery.fault_at = Clock::time_point(Clock::duration(restart.fault_ns));
+  app.recovery.rebuild_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - app.recovery.fault_at).count();
+  app.recovery.waiting = true;  // live_ms comes with the first frame that runs
+  app.recovery.restarted = true;
+  app.ui.slot = restart.slot;
+  char ms[32];
+  std::snprintf(ms, sizeof ms, " in %.0f ms", app.recovery.rebuild_ms);
+  app.ui.message = restart.message;
+  const std::string again = "started itself again";  // recover_gpu's words
+  const size_t at = app.ui.message.find(again);
+  if (at != std::string::npos) app.ui.message.insert(at + again.size(), ms);
+  std::fprintf(stderr, "kernel-lab: %s\n", app.ui.message.c_str());
+  recovery_trace(app, "the new start runs");
+}
+
+void restart_after_fault(GuiApp& app, uint64_t ui_frames) {
+  save_layout(true);
+  std::printf("gui: %llu frames, %llu results before the GPU fault; starting again\n",
+              (unsigned long long)ui_frames, (unsigned long long)app.frames);
+  const std::string why = restart_lab(app, ui_frames);  // returns only when it could not
+  app.ui.message += " (" + why + ")";
+  std::fprintf(stderr, "kernel-lab: error: could not start again: %s; saved %s\n", why.c_str(),
+               save_before_exit(app).c_str());
+  app.exit_code = 70;
+}
+
+void exit_if_frame_hung(GuiApp& app, uint64_t ui_frames) {
+  // On the CPU references a frame that has not ended is slow, not hung: it is waited for.
+  if (app.opt.backend == Backend::Cpu && app.opt.hooks.simulate_hang_at == 0 && app.job.valid() &&
+      app.job.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
+    std::printf("gui: waiting for the last frame (the CPU references are slow at this size)\n");
+    std::fflush(stdout);
+    app.job.wait();
+  }
+  if (!app.job.valid() || app.job.wait_for(std::chrono::seconds(2)) == std::future_status::ready)
+    return;
+  if (app.stale.empty()) engine_frame(app, false);  // names the launch it waits on
+  const std::string saved = save_before_exit(app);
+  std::printf("gui: %llu frames, %llu results; a frame did not finish\n",
+              (unsigned long long)ui_frames, (unsigned long long)app.frames);
+  std::fprintf(stderr,
+               "kernel-lab: error: %s; the GPU does not answer, so Kernel Lab exits without "
+               "waiting for it (saved %s)\n",
+               app.stale.empty() ? "a frame is still running" : app.stale.c_str(), saved.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(70);
 }
 
 }  // namespace lab::ui

@@ -87,7 +87,7 @@ static void access_launch_v2(LaunchContext& ctx, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef access_op() {
+OpDef access_op(const OpLookup&) {
   const std::vector<Block> blocks = {{64, 1}, {128, 1}, {256, 1}, {512, 1}, {1024, 1}};
   OpDef op;
   op.name = "access";

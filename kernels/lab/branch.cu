@@ -139,7 +139,7 @@ static void branch_launch_v3(LaunchContext& ctx, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef branch_op() {
+OpDef branch_op(const OpLookup&) {
   // 1-D blocks, multiples of 64 threads: v2 pairs warps over 64-element groups.
   const std::vector<Block> blocks = {{64, 1}, {128, 1}, {256, 1}, {512, 1}, {1024, 1}};
   OpDef op;

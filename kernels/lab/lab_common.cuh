@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common.h"
+#include "op_util.h"
 #include "launch.cuh"
 
 namespace lab::ops {

@@ -452,7 +452,7 @@ static void math_launch_norm(LaunchContext& ctx, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef math_op() {
+OpDef math_op(const OpLookup&) {
   const std::vector<Block> blocks = {{64, 1}, {128, 1}, {256, 1}, {512, 1}, {1024, 1}};
   OpDef op;
   op.name = "math";

@@ -696,7 +696,7 @@ static void launch_cublas(LaunchContext& ctx, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef matmul_op() {
+OpDef matmul_op(const OpLookup&) {
   const std::vector<Block> any = {{32, 8}, {16, 16}, {32, 32}, {8, 32}, {64, 4}};
   OpDef op;
   op.name = "matmul";

@@ -311,7 +311,7 @@ static void launch_thrust(LaunchContext& ctx, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef reduce_op() {
+OpDef reduce_op(const OpLookup&) {
   const std::vector<Block> blocks = {{64, 1}, {128, 1}, {256, 1}, {512, 1}, {1024, 1}};
   OpDef op;
   op.name = "reduce";

@@ -142,7 +142,7 @@ static void transpose_launch_v4(LaunchContext& ctx, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef transpose_op() {
+OpDef transpose_op(const OpLookup&) {
   const std::vector<Block> any = {{32, 8}, {32, 16}, {32, 32}, {16, 16}, {64, 4}, {32, 4}};
   OpDef op;
   op.name = "transpose";

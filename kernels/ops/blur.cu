@@ -142,7 +142,7 @@ static size_t v3_smem(Block b) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef blur_op() {
+OpDef blur_op(const OpLookup&) {
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
   OpDef op;

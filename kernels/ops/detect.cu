@@ -33,11 +33,20 @@ namespace lab::ops {
 
 // ---- reference, slots, comparison ------------------------------------------------------------
 
-// nms/v5_fused_front's definition: detect borrows its reference and comparison for the map and
-// the blur plane.
+// What detect borrows from the stages it does the work of, taken in detect_op from the ops
+// registered before it: nms/v5_fused_front's definition (its reference and comparison for the
+// map and the blur plane) and topk/v2_select_sort's launcher (its precise build: integer
+// selection, the same bits), for K past the rank kernels' cap.
+struct DetectBorrowed {
+  VariantDef nms_front;
+  LaunchFn topk_v2 = nullptr;
+};
+inline DetectBorrowed& detect_borrowed() {
+  static DetectBorrowed b;
+  return b;
+}
 inline const VariantDef& nms_front_variant() {
-  const Op& nms = find_op("nms");
-  return nms.def.variants.at(size_t(nms.find_variant("v5_fused_front")));
+  return detect_borrowed().nms_front;
 }
 
 // The skipped stages' parameters as nms v5 takes them: nms's own, and harris's as "harris.name".
@@ -557,11 +566,7 @@ static void rank_listed(LaunchContext& ctx, const StageArgs& a, const char* name
     ctx.runs_step("topk/v2_select_sort", k > kTopkCap
                                              ? "K over 8,192, after the front"
                                              : "too little shared memory, after the front");
-    // Its precise build (integer selection: the same bits), looked up once.
-    static const LaunchFn topk_v2 = [] {
-      const Op& topk = find_op("topk");
-      return topk.def.variants.at(size_t(topk.find_variant("v2_select_sort"))).launch;
-    }();
+    const LaunchFn topk_v2 = detect_borrowed().topk_v2;
     StageArgs v2 = a;
     v2.in = {a.out[1]}, v2.out = {a.out[0]}, v2.block = {256, 1};
     v2.params = fused_params(a.params, "topk");
@@ -672,7 +677,11 @@ static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef detect_op() {
+OpDef detect_op(const OpLookup& earlier) {
+  borrow_front_stages(earlier);
+  front_stages().nms_params = earlier.op("nms").params;
+  detect_borrowed().nms_front = earlier.op("nms").variant("v5_fused_front");
+  detect_borrowed().topk_v2 = earlier.op("topk").variant("v2_select_sort").launch;
   const std::vector<Block> blocks = {{32, 1}, {64, 1}, {128, 1}, {256, 1}};
   const std::vector<std::string> fuses = {"blur", "sobel", "harris", "nms", "topk"};
   OpDef op;

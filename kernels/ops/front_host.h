@@ -1,6 +1,6 @@
 // The host side of the fused dense front (nms/v5_fused_front, detect): the
 // parameters it takes from the stages it does the work of, its grid, and the references it
-// borrows from the registry.
+// borrows from them.
 #pragma once
 
 #include <string>
@@ -8,27 +8,48 @@
 #include <vector>
 
 #include "common.h"
-#include "registry.h"
 
 namespace lab::ops {
 
-// Op `name`'s CPU reference, the registry's (exactly what checks that stage on its own).
-inline void run_reference(const char* name, std::vector<ImageRef> in, std::vector<ImageRef> out,
-                          const ParamMap& params) {
-  StageArgs a;
-  a.in = std::move(in), a.out = std::move(out), a.params = params;
-  find_op(name).def.reference(a);
+// What the front borrows from the stages it does the work of: their CPU references (exactly
+// what checks each stage on its own) and parameter specs. nms_op and detect_op take them from
+// the ops registered before them (OpLookup), once, when the registry is built.
+struct FrontStages {
+  ReferenceFn blur = nullptr, sobel = nullptr, harris = nullptr;
+  std::vector<ParamSpec> harris_params, nms_params;
+};
+inline FrontStages& front_stages() {
+  static FrontStages s;
+  return s;
+}
+inline void borrow_front_stages(const OpLookup& earlier) {
+  FrontStages& s = front_stages();
+  s.blur = earlier.op("blur").reference;
+  s.sobel = earlier.op("sobel").reference;
+  s.harris = earlier.op("harris").reference;
+  s.harris_params = earlier.op("harris").params;
 }
 
-// Parameter `name` of the fused stage `stage`: its "stage.name" value in `params`, else the
-// default in that op's parameter spec (converted as decode_params does).
+// A borrowed CPU reference on these images.
+inline void run_reference(ReferenceFn reference, std::vector<ImageRef> in,
+                          std::vector<ImageRef> out, const ParamMap& params) {
+  StageArgs a;
+  a.in = std::move(in), a.out = std::move(out), a.params = params;
+  reference(a);
+}
+
+// Parameter `name` of the fused stage `stage` (harris or nms): its "stage.name" value in
+// `params`, else the default in that op's parameter spec (converted as decode_params does).
 inline float fused_param(const ParamMap& params, const char* stage, const char* name) {
   const ParamMap p = fused_params(params, stage);
   const auto it = p.find(name);
   if (it != p.end()) return static_cast<float>(it->second);
-  for (const ParamSpec& s : find_op(stage).def.params)
+  const std::string st = stage;
+  for (const ParamSpec& s : st == "harris" ? front_stages().harris_params
+                            : st == "nms"  ? front_stages().nms_params
+                                           : std::vector<ParamSpec>{})
     if (s.name == name) return static_cast<float>(s.def);
-  throw Error(ErrorKind::Internal, std::string(stage) + " has no parameter " + name);
+  throw Error(ErrorKind::Internal, st + " has no borrowed parameter " + name);
 }
 
 // harris's k for the front's kernel: the harris stage's ("harris.k"), else harris's default.

@@ -131,7 +131,7 @@ static size_t v2_smem(Block b) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef harris_op() {
+OpDef harris_op(const OpLookup&) {
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
   // 16-row strips use ~72 registers: a 1024-thread block would need more than the 64 K a block

@@ -199,7 +199,7 @@ static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
                       a.in[0].view<const float>(), a.in[1].view<const float>(), dst);
 }
 
-OpDef l2norm_op() {
+OpDef l2norm_op(const OpLookup&) {
   const std::vector<Block> block64 = {{64, 1}, {64, 2}, {64, 4}, {64, 8}};
   OpDef op;
   op.name = "l2norm";

@@ -447,7 +447,7 @@ void launch_letterbox_v7(LaunchContext& ctx, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef letterbox_op() {
+OpDef letterbox_op(const OpLookup&) {
   const std::vector<Block> blocks = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                      {32, 16}, {128, 1}, {256, 1}, {32, 32}};
   OpDef op;

@@ -48,7 +48,6 @@
 #include "keypoint_slots.h"
 #include "launch.cuh"
 #include "nms_kernels.cuh"
-#include "registry.h"
 
 namespace lab::ops {
 
@@ -96,15 +95,16 @@ inline void nms_reference(const StageArgs& args) {
 // ("harris.k" in the fused variant's parameters).
 inline HostImage front_harris(const ImageRef& blur, const ParamMap& params) {
   HostImage gx(blur.desc), gy(blur.desc), r(blur.desc);
-  run_reference("sobel", {blur}, {gx.ref(), gy.ref()}, {});
-  run_reference("harris", {gx.ref(), gy.ref()}, {r.ref()}, fused_params(params, "harris"));
+  run_reference(front_stages().sobel, {blur}, {gx.ref(), gy.ref()}, {});
+  run_reference(front_stages().harris, {gx.ref(), gy.ref()}, {r.ref()},
+                fused_params(params, "harris"));
   return r;
 }
 
 // The CPU references of blur, sobel, harris and nms in sequence on the letterbox plane: out[0]
 // the NMS map, out[1] the blur plane.
 inline void nms_front_reference(const StageArgs& a) {
-  run_reference("blur", {a.in[0]}, {a.out[1]}, {});
+  run_reference(front_stages().blur, {a.in[0]}, {a.out[1]}, {});
   const HostImage r = front_harris(a.out[1], a.params);
   nms_reference(StageArgs{{r.ref()}, {a.out[0]}, a.params, a.block});
 }
@@ -241,7 +241,9 @@ static size_t v2_smem(Block b) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef nms_op() {
+OpDef nms_op(const OpLookup& earlier) {
+  borrow_front_stages(earlier);  // v5 and v6 check against blur's, sobel's and harris's references
+  front_stages().nms_params = param_specs<NmsParams>();
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
   OpDef op;

@@ -76,7 +76,7 @@ static void launch_v1(LaunchContext& ctx, const StageArgs& a) {
          a.in[0].view<const float>(), a.in[1].view<const float>(), dst);
 }
 
-OpDef sample_op() {
+OpDef sample_op(const OpLookup&) {
   OpDef op;
   op.name = "sample";
   op.summary = "64 bilinear samples of the blurred image on an 8x8 grid around each keypoint";

@@ -106,7 +106,7 @@ static void launch_v5(LaunchContext& c, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef sobel_op() {
+OpDef sobel_op(const OpLookup&) {
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
   // 16-row strips use 64 registers on sm_90: exactly the limit of a 1024-thread block, and any

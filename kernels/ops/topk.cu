@@ -618,7 +618,7 @@ static void launch_v6(LaunchContext& ctx, const StageArgs& a) {
 
 // ---- variant table ---------------------------------------------------------------------------
 
-OpDef topk_op() {
+OpDef topk_op(const OpLookup&) {
   const std::vector<Block> lines = {{128, 1}, {256, 1}, {512, 1}, {1024, 1}};
   OpDef op;
   op.name = "topk";

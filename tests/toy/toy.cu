@@ -1,6 +1,6 @@
 // toy: an op that exists only to prove that adding one takes one file and one line. The test
 // build (tests/CMakeLists.txt) compiles this file beside the lab's own and a registry whose list
-// is kernels/core/ops.def plus one line (tests/toy/toy_ops.def); tests/toy/toy_op_test.sh then
+// is kernels/core/op/ops.def plus one line (tests/toy/toy_ops.def); tests/toy/toy_op_test.sh then
 // finds it in `list`, checks it, benches it and sweeps its blocks, with nothing else changed.
 // out[i] = in[i] + 1 over a float array. Exact.
 //
@@ -67,7 +67,7 @@ static void toy_launch_v2(LaunchContext& ctx, const StageArgs& a) {
                       [&](auto x, auto) { toy_launch_v2_instance<decltype(x)::value>(ctx, a); });
 }
 
-OpDef toy_op() {
+OpDef toy_op(const OpLookup&) {
   OpDef op;
   op.name = "toy";
   op.summary = "out[i] = in[i] + 1 (the test build's proof that an op is one file and one line)";

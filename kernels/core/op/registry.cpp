@@ -8,9 +8,9 @@
 #endif
 
 namespace lab {
-// Each op file defines <name>_op() in both math passes (kernels/core/ops.def lists them).
-#define LAB_OP(name, ...) OpDef name##_op();
-#define LAB_PLAYGROUND(name, ...) OpDef name##_op();
+// Each op file defines <name>_op() in both math passes (kernels/core/op/ops.def lists them).
+#define LAB_OP(name, ...) OpDef name##_op(const OpLookup& earlier);
+#define LAB_PLAYGROUND(name, ...) OpDef name##_op(const OpLookup& earlier);
 namespace ops::precise {
 #include LAB_OPS_DEF
 }  // namespace ops::precise
@@ -59,19 +59,39 @@ Op entry(OpDef precise, const OpDef& fast, unsigned pipelines, bool live, const 
   op.test_sizes = split_sizes(test_sizes);
   return op;
 }
+
+// What an op file's <name>_op() is handed: the ops registered so far.
+class Earlier final : public OpLookup {
+ public:
+  explicit Earlier(const std::vector<Op>& ops) : ops_(ops) {}
+  const OpDef& op(const std::string& name) const override {
+    for (const Op& o : ops_)
+      if (o.def.name == name) return o.def;
+    throw Error(ErrorKind::Internal,
+                "an op borrows from '" + name + "', which ops.def does not register before it");
+  }
+
+ private:
+  const std::vector<Op>& ops_;
+};
 }  // namespace
 
 // ops.def's order: the pipeline's stages, then the playgrounds.
 const std::vector<Op>& registry() {
-  static const std::vector<Op> ops = {
-#define LAB_OP(name, pipelines, live) \
-  entry(ops::precise::name##_op(), ops::fast::name##_op(), pipelines, live, ""),
+  static const std::vector<Op> ops = [] {
+    std::vector<Op> v;
+    const Earlier earlier(v);
+#define LAB_OP(name, pipelines, live)                                                           \
+  v.push_back(entry(ops::precise::name##_op(earlier), ops::fast::name##_op(earlier), pipelines, \
+                    live, ""));
 #define LAB_PLAYGROUND(name, live, sizes) \
-  entry(ops::precise::name##_op(), ops::fast::name##_op(), 0, live, sizes),
+  v.push_back(                            \
+      entry(ops::precise::name##_op(earlier), ops::fast::name##_op(earlier), 0, live, sizes));
 #include LAB_OPS_DEF
 #undef LAB_OP
 #undef LAB_PLAYGROUND
-  };
+    return v;
+  }();
   return ops;
 }
 

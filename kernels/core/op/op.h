@@ -178,6 +178,9 @@ struct OpDef {
       if (v.name == n) return v;
     throw std::out_of_range("no variant " + n + " of " + name);
   }
+  const VariantDef& variant(const std::string& n) const {
+    return const_cast<OpDef*>(this)->variant(n);
+  }
   // Playground ops only (null/empty for the image pipeline's stages).
   LabInputsFn lab_inputs = nullptr;
   LabFillFn lab_fill = nullptr;
@@ -185,6 +188,18 @@ struct OpDef {
   std::string lab_default_size;  // what the GUI and the CLI start with
   std::string story;             // the playground's lesson, a short paragraph
   FlopsFn flops = nullptr;
+};
+
+// The ops registered before this one, in ops.def's order: the argument of every op file's
+// `OpDef <name>_op(const OpLookup&)`. An op that borrows another's reference, parameters or
+// launcher (nms's fused front checks against blur's, sobel's and harris's references) takes it
+// here, once, when the registry is built: ops never look themselves up in the registry.
+class OpLookup {
+ public:
+  virtual ~OpLookup() = default;
+  // The precise pass's description (its launchers too); Error(Internal) if `name` is not
+  // registered before the asking op.
+  virtual const OpDef& op(const std::string& name) const = 0;
 };
 
 }  // namespace lab

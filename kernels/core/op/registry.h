@@ -1,4 +1,4 @@
-// The kernel registry: one explicit, ordered list of ops (kernels/core/ops.def, expanded in
+// The kernel registry: one explicit, ordered list of ops (kernels/core/op/ops.def, expanded in
 // registry.cpp). Tests, CLI and GUI enumerate it, so a new op needs its own file and one line.
 #pragma once
 
