@@ -90,7 +90,7 @@ struct Session {
   PipelineConfig pipeline;
   Runner runner;
   std::unique_ptr<io::FrameSource> source;  // null for a playground
-  HostImage input;                          // the first frame
+  std::shared_ptr<const HostImage> input;   // the first frame (null for a playground)
   size_t skipped = 0;
   const Op* lab = nullptr;  // the playground, when the pipeline is one
   std::string describe() const {
@@ -143,13 +143,13 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
   so.accept_truncated = c.accept_truncated;
   auto source = io::open_source(c.input, so);
   size_t skipped = 0;
-  HostImage in = next_frame(*source, skipped).image;
-  install_live_kernel(p, c, b, &in);  // its trial runs on this first frame
+  std::shared_ptr<const HostImage> in = next_frame(*source, skipped).image;
+  install_live_kernel(p, c, b, in.get());  // its trial runs on this first frame
   auto s = std::unique_ptr<Session>(
       new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped, nullptr, {}});
   if (b == Backend::Cuda) s->runner.set_upload_mode(upload);
-  s->runner.configure(s->pipeline, s->input.desc());
-  s->runner.set_input(s->input);
+  s->runner.configure(s->pipeline, s->input->desc());
+  s->runner.set_input(*s->input);
   if (c.graph && b == Backend::Cuda)
     s->runner.set_graph(true);
   else if (c.graph)
@@ -621,12 +621,13 @@ std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
   Runner& r = s.runner;
   const int warmup = o.measure.warmup, reps = o.measure.reps;
   r.set_per_launch_timing(false);
-  std::vector<HostImage> inputs;
+  // A still image gives the same shared frame each time: sent from where the source holds it.
+  std::vector<std::shared_ptr<const HostImage>> inputs;
   for (int k = 0; k < 8; ++k) {
-    HostImage f = next_frame(*s.source, s.skipped).image;
-    if (f.desc() == s.input.desc()) inputs.push_back(std::move(f));
+    std::shared_ptr<const HostImage> f = next_frame(*s.source, s.skipped).image;
+    if (f->desc() == s.input->desc()) inputs.push_back(std::move(f));
   }
-  if (inputs.empty()) inputs.push_back(HostImage(s.input));
+  if (inputs.empty()) inputs.push_back(s.input);
   const UploadMode configured_upload = r.upload_mode();
   struct UploadCase {
     const char* key;
@@ -639,18 +640,18 @@ std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
     if (u.mode >= 0) r.set_upload_mode(UploadMode(u.mode));
     // Pinned: the frames as the source made them (page-locked when the session's upload mode is
     // pinned); the other modes: pageable copies, as a plain decoder would hand them over.
-    std::vector<HostImage> cycle;
-    for (const HostImage& f : inputs) {
-      if (u.mode == 1 || !f.pinned()) continue;
-      cycle.push_back(HostImage(f));
+    std::vector<std::shared_ptr<const HostImage>> cycle;
+    for (const auto& f : inputs) {
+      if (u.mode == 1 || !f->pinned()) continue;
+      cycle.push_back(std::make_shared<const HostImage>(HostImage(*f)));
     }
-    const std::vector<HostImage>& frames_in = cycle.empty() ? inputs : cycle;
-    r.set_input(frames_in[0]);
+    const auto& frames_in = cycle.empty() ? inputs : cycle;
+    r.set_input(*frames_in[0]);
     std::vector<double> wall, up, stage, gpu;
     DeviceState state_start;
     for (int k = 0; k < warmup + reps; ++k) {
       if (k == warmup) state_start = read_device_state();
-      const HostImage& next = frames_in[size_t(k + 1) % frames_in.size()];
+      const HostImage& next = *frames_in[size_t(k + 1) % frames_in.size()];
       const auto t0 = std::chrono::steady_clock::now();
       if (u.mode < 0)
         r.run();
@@ -675,7 +676,7 @@ std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
                                  fmt("%.1f", 100 * (med / baseline - 1)) +
                                  " % over on-GPU; upload " + fmt("%.1f", median(up)) + " us" +
                                  (u.mode != 1 ? ""
-                                  : frames_in[0].pinned()
+                                  : frames_in[0]->pinned()
                                       ? ", frames captured page-locked, no staging copy"
                                       : ", staging copy " + fmt("%.1f", median(stage)) + " us") +
                                  (u.mode == 1 ? ", overlapped with the previous frame)" : ")");
@@ -1005,14 +1006,15 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     });
   };
   auto stopped = [] { return g_signal != 0; };
-  process(s->input);
+  const HostImage none;  // a playground runs on its generated inputs
+  process(s->lab ? none : *s->input);
   if (s->lab) {
     // A playground: the same generated inputs, run again.
-    for (int f = 1; f < o.frames && !stopped(); ++f) process(s->input);
+    for (int f = 1; f < o.frames && !stopped(); ++f) process(none);
   } else if (!s->source->live()) {
     // Files and the synthetic scene: every frame, in order.
     for (int f = 1; f < o.frames && !stopped(); ++f)
-      process(next_frame(*s->source, s->skipped).image);
+      process(*next_frame(*s->source, s->skipped).image);
   } else if (o.frames > 1) {
     // A camera runs on its own thread; the pipeline takes the newest frame, as the GUI does.
     io::SourceOptions so;
@@ -1028,7 +1030,7 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     while (done < o.frames && !stopped()) {
       io::Frame f;
       if (cap.wait_latest(f, std::chrono::milliseconds(500))) {
-        process(f.image);
+        process(*f.image);
         ++done, waited = {};
         continue;
       }

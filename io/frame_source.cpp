@@ -103,7 +103,8 @@ class SyntheticSource : public FrameSource {
   }
   double fps() const override { return m_fps; }
   ReadResult read(Frame& out) override {
-    out.image = synthetic_frame(m_w, m_h, m_seed, int(m_next % (1u << 30)));
+    out.image = std::make_shared<const HostImage>(
+        synthetic_frame(m_w, m_h, m_seed, int(m_next % (1u << 30))));
     out.index = m_next++;
     return ReadResult::Frame;
   }
@@ -118,8 +119,8 @@ class SyntheticSource : public FrameSource {
 class ImageFileSource : public FrameSource {
  public:
   ImageFileSource(const std::string& path, const LoadOptions& lo)
-      : m_path(path), m_image(load_image(path, lo)) {}
-  std::string describe() const override { return "image " + m_path + " " + m_image.desc().str(); }
+      : m_path(path), m_image(std::make_shared<const HostImage>(load_image(path, lo))) {}
+  std::string describe() const override { return "image " + m_path + " " + m_image->desc().str(); }
   // A still image is offered at 30 fps, so a capture thread paces it instead of spinning.
   double fps() const override { return 30; }
   ReadResult read(Frame& out) override {
@@ -130,7 +131,7 @@ class ImageFileSource : public FrameSource {
 
  private:
   std::string m_path;
-  HostImage m_image;
+  std::shared_ptr<const HostImage> m_image;  // every read hands out this frame
   uint64_t m_next = 0;
 };
 
@@ -160,7 +161,7 @@ class FolderSource : public FrameSource {
     const fs::path& f = m_files[m_pos];
     m_pos = (m_pos + 1) % m_files.size();
     try {
-      out.image = load_image(f.string(), m_load);
+      out.image = std::make_shared<const HostImage>(load_image(f.string(), m_load));
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Usage) throw;
       m_problem = e.what();
@@ -425,7 +426,7 @@ class VideoFileSource : public FrameSource {
                   "video " + m_path + ": frame " +
                       std::to_string(int64_t(m_cap->get(cv::CAP_PROP_POS_FRAMES)) - 1) + " is " +
                       over_cap_text(m.cols, m.rows, m_max_pixels));
-    out.image = to_host(m);
+    out.image = std::make_shared<const HostImage>(to_host(m));
     out.index = m_next++;
     return ReadResult::Frame;
   }
@@ -518,7 +519,7 @@ class LiveSource : public FrameSource {
     if (over_cap(m.cols, m.rows, m_max_pixels))
       throw Error(ErrorKind::Data, m_spec + ": frame " + std::to_string(m_next) + " is " +
                                        over_cap_text(m.cols, m.rows, m_max_pixels));
-    out.image = to_host(m);
+    out.image = std::make_shared<const HostImage>(to_host(m));
     out.index = m_next++;
     return ReadResult::Frame;
   }

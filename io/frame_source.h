@@ -16,8 +16,11 @@
 
 namespace lab::io {
 
+// A frame is immutable and shared: a still image hands out the same frame every read, so with
+// pinned upload its page-locked block goes to the GPU as it is, with no host copy. Sources
+// decode into HostImage::frame(), page-locked when frame_memory_pinned().
 struct Frame {
-  HostImage image;
+  std::shared_ptr<const HostImage> image;
   uint64_t index = 0;  // counts up from 0 for every frame a source delivers (loops included)
 };
 

@@ -248,7 +248,8 @@ HostImage decode_with_opencv(const std::string& path, const uint8_t* data, size_
     fail(ErrorKind::Data, path, "unsupported channel count " + std::to_string(channels));
   }
 
-  HostImage out(ImageDesc{m.cols, m.rows, channels, PixelType::U8});
+  // A frame: page-locked when frames go up by pinned upload (sent from here, never staged).
+  HostImage out = HostImage::frame(ImageDesc{m.cols, m.rows, channels, PixelType::U8});
   const size_t row = out.desc().row_bytes();
   for (int y = 0; y < m.rows; ++y) std::memcpy(out.bytes() + size_t(y) * row, m.ptr(y), row);
   return out;
@@ -529,7 +530,7 @@ HostImage decode_with_stb(const std::string& name, const uint8_t* data, size_t s
   if (n < 1 || n > 4) fail(ErrorKind::Data, name, "unsupported channel count " + std::to_string(n));
 
   const int channels = n <= 2 ? 1 : n;  // gray+alpha -> gray
-  HostImage out(ImageDesc{w, h, channels, PixelType::U8});
+  HostImage out = HostImage::frame(ImageDesc{w, h, channels, PixelType::U8});
   const size_t count = size_t(w) * size_t(h);
   const uint8_t* src8 = static_cast<const uint8_t*>(pixels.get());
   const uint16_t* src16 = static_cast<const uint16_t*>(pixels.get());

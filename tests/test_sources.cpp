@@ -3,6 +3,7 @@
 // resolution changes.
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -64,7 +65,7 @@ class FakeSource : public io::FrameSource {
     switch (s.kind) {
       case Step::Frame:
         m_w = s.w, m_h = s.h;
-        out.image = HostImage(ImageDesc{s.w, s.h, 3, PixelType::U8});
+        out.image = std::make_shared<const HostImage>(ImageDesc{s.w, s.h, 3, PixelType::U8});
         out.index = m_next++;
         std::this_thread::sleep_for(1ms);  // a fast camera, not a spinning loop
         return io::ReadResult::Frame;
@@ -149,7 +150,7 @@ TEST_SUITE("cpu") {
     auto first = [](const std::string& spec, const io::SourceOptions& o = {}) {
       io::Frame f;
       REQUIRE(io::open_source(spec, o)->read(f) == io::ReadResult::Frame);
-      return f.image;
+      return *f.image;
     };
     const HostImage full = first("synthetic");
     CHECK(full.desc() == ImageDesc{1920, 1080, 3, PixelType::U8});
@@ -189,11 +190,11 @@ TEST_SUITE("cpu") {
     REQUIRE(a->read(f0) == io::ReadResult::Frame);
     REQUIRE(a->read(f1) == io::ReadResult::Frame);
     REQUIRE(b->read(g0) == io::ReadResult::Frame);
-    CHECK(f0.image.desc() == ImageDesc{64, 48, 3, PixelType::U8});
+    CHECK(f0.image->desc() == ImageDesc{64, 48, 3, PixelType::U8});
     CHECK(f0.index == 0);
     CHECK(f1.index == 1);
-    CHECK(same_pixels(f0.image, g0.image));
-    CHECK_FALSE(same_pixels(f0.image, f1.image));
+    CHECK(same_pixels(*f0.image, *g0.image));
+    CHECK_FALSE(same_pixels(*f0.image, *f1.image));
   }
 
   TEST_CASE("sources: an image repeats; a folder plays in name order, skips bad files, loops") {
@@ -201,7 +202,7 @@ TEST_SUITE("cpu") {
     io::Frame a, b;
     REQUIRE(img->read(a) == io::ReadResult::Frame);
     REQUIRE(img->read(b) == io::ReadResult::Frame);
-    CHECK(same_pixels(a.image, b.image));
+    CHECK(same_pixels(*a.image, *b.image));
     CHECK(b.index == 1);
 
     const fs::path dir = fs::temp_directory_path() / ("lab_folder_" + std::to_string(::getpid()));
@@ -214,13 +215,13 @@ TEST_SUITE("cpu") {
     CHECK(folder->describe().find("3 images") != std::string::npos);
     io::Frame f;
     REQUIRE(folder->read(f) == io::ReadResult::Frame);
-    CHECK(f.image.desc().width == 512);  // a.png (brick) first
+    CHECK(f.image->desc().width == 512);  // a.png (brick) first
     REQUIRE(folder->read(f) == io::ReadResult::Frame);
-    CHECK(f.image.desc().width == 324);  // b.png (box)
+    CHECK(f.image->desc().width == 324);  // b.png (box)
     CHECK(folder->read(f) == io::ReadResult::Skip);
     CHECK(folder->last_problem().find("c.png") != std::string::npos);
     REQUIRE(folder->read(f) == io::ReadResult::Frame);
-    CHECK(f.image.desc().width == 512);  // looped
+    CHECK(f.image->desc().width == 512);  // looped
     CHECK(f.index == 2);
 
     fs::remove_all(dir);
@@ -236,7 +237,7 @@ TEST_SUITE("cpu") {
     CHECK(v->fps() == doctest::Approx(15).epsilon(0.01));
     io::Frame first, f;
     REQUIRE(v->read(first) == io::ReadResult::Frame);
-    CHECK(first.image.desc() == ImageDesc{320, 240, 3, PixelType::U8});
+    CHECK(first.image->desc() == ImageDesc{320, 240, 3, PixelType::U8});
     // Read until the first frame comes round again: the video looped.
     int frames = 1, skips = 0;
     bool looped = false;
@@ -248,7 +249,7 @@ TEST_SUITE("cpu") {
         continue;
       }
       ++frames;
-      looped = same_pixels(f.image, first.image);
+      looped = same_pixels(*f.image, *first.image);
     }
     CHECK(looped);
     CHECK(f.index == uint64_t(frames - 1));  // indices keep counting across the loop
@@ -359,8 +360,8 @@ TEST_SUITE("cpu") {
         },
         fast_options());
     io::Frame f;
-    CHECK(eventually([&] { return cap.take_latest(f) && f.image.desc().width == 32; }, 2000ms));
-    CHECK(f.image.desc() == ImageDesc{32, 16, 3, PixelType::U8});
+    CHECK(eventually([&] { return cap.take_latest(f) && f.image->desc().width == 32; }, 2000ms));
+    CHECK(f.image->desc() == ImageDesc{32, 16, 3, PixelType::U8});
     const io::CaptureStats s = cap.stats();
     CHECK(s.skipped == 2);
     CHECK(s.problem == "corrupt frame");
@@ -500,7 +501,7 @@ TEST_SUITE("cpu") {
         REQUIRE(r != io::ReadResult::Lost);
         if (r != io::ReadResult::Frame) continue;
         ++frames;
-        CHECK(f.image.desc().pixels() <= o.max_pixels);
+        CHECK(f.image->desc().pixels() <= o.max_pixels);
       }
       CHECK(frames >= 3);
     } catch (const Error& e) {
@@ -614,8 +615,51 @@ TEST_SUITE("cpu") {
         o);
     io::Frame f;
     REQUIRE(src->read(f) == io::ReadResult::Frame);
-    CHECK(f.image.desc().width == 64);
-    CHECK(f.image.desc().height == 48);
+    CHECK(f.image->desc().width == 64);
+    CHECK(f.image->desc().height == 48);
   }
 #endif
+
+  // Pinned upload sends a frame from where the source holds it: sources decode into page-locked
+  // frames and a still image hands out the same one every read. Tested through a replaced
+  // allocator (no GPU here to pin memory with): counted blocks stand for page-locked ones.
+  TEST_CASE("sources: with pinned upload, frames are page-locked and a still image is not copied") {
+    static std::atomic<int> blocks{0};
+    set_pinned_allocator({[](size_t n) -> void* { return ++blocks, std::malloc(n); },
+                          [](void* p) { --blocks, std::free(p); }});
+    struct Restore {
+      ~Restore() { set_frame_memory_pinned(false), set_pinned_allocator({}); }
+    } restore;
+    auto frames = [](const std::string& spec, int n) {
+      std::vector<io::Frame> out(static_cast<size_t>(n));
+      auto src = io::open_source(spec);
+      for (io::Frame& f : out) REQUIRE(src->read(f) == io::ReadResult::Frame);
+      return out;
+    };
+    for (bool pinned : {false, true}) {
+      CAPTURE(pinned);
+      set_frame_memory_pinned(pinned);
+      const int before = blocks;
+      // A still image: one decode, one frame, handed out every read (no copy per frame).
+      const auto still = frames(data_path("box_in_scene.png"), 3);
+      CHECK(still[0].image == still[1].image);
+      CHECK(still[1].image == still[2].image);
+      CHECK(still[0].image->pinned() == pinned);
+      CHECK(blocks - before == (pinned ? 1 : 0));
+      // A folder: each image decoded into its own frame, page-locked with pinned upload.
+      for (const io::Frame& f : frames(data_path(""), 3)) CHECK(f.image->pinned() == pinned);
+      // The synthetic scene renders into page-locked frames.
+      for (const io::Frame& f : frames("synthetic:64x48", 2)) CHECK(f.image->pinned() == pinned);
+#if defined(LAB_WITH_OPENCV)
+      // A video's frames are decoded into page-locked frames too.
+      for (const io::Frame& f : frames(data_path("tree.avi"), 3))
+        CHECK(f.image->pinned() == pinned);
+#endif
+    }
+    // Copies stay plain memory: a consumer that needs its own copy never holds a pooled block.
+    set_frame_memory_pinned(true);
+    const auto still = frames(data_path("brick.png"), 1);
+    CHECK(still[0].image->pinned());
+    CHECK_FALSE(HostImage(*still[0].image).pinned());
+  }
 }

@@ -28,7 +28,7 @@ lab::HostImage load(const Pattern& p) {
   if (p.input.rfind("synthetic", 0) == 0) {
     lab::io::Frame f;
     lab::io::open_source(p.input)->read(f);
-    return std::move(f.image);
+    return lab::HostImage(*f.image);
   }
   return lab::io::load_image(data_path(p.input));
 }

@@ -224,7 +224,10 @@ struct UiState {
   std::vector<float> upload_dma_ms, staging_ms, enqueue_ms, map_ms, unmap_ms, gl_sync_ms;
   // The device's state when the current timing histories began and at the newest frame.
   DeviceState timings_start, timings_end;
-  bool cold_l2 = false;                     // time with the L2 flushed before each frame
+  bool cold_l2 = false;  // time with the L2 flushed before each frame
+  // A still image's frame is sent once (the source hands out the same frame); on: every UI
+  // frame sends it again, to time the upload.
+  bool resend_input = false;
   bool counters_requested = false;          // "measure counters": the next job collects them
   CounterRun counters;                      // the last collection (by launch), or why none
   std::vector<std::string> counter_stages;  // its stage names (counters.launches[n].stage)

@@ -140,7 +140,12 @@ void engine_frame(GuiApp& app, bool wait) {
   io::Frame f;
   // A playground computes on its generated inputs: camera frames are left in the mailbox.
   if (!lab && app.capture->take_latest(f)) {
-    in.shared_frame = std::make_shared<const HostImage>(std::move(f.image));
+    // A still image hands out the same frame: once it is on the GPU it is not sent again,
+    // unless the user times the upload or the pipeline is configured anew.
+    const bool on_gpu = f.image == app.last_input && !app.ui.resend_input &&
+                        !app.ui.pipeline_dirty && !app.ui.graph_dirty && !app.view.slots.empty() &&
+                        !app.view.lab;
+    if (!on_gpu) in.shared_frame = std::move(f.image);
   } else if (!lab && app.resend) {  // after a GPU reset: the frame the old runner had
     in.shared_frame = std::make_shared<const HostImage>(std::move(*app.resend));
   }

@@ -115,6 +115,11 @@ void draw_timings_panel(GuiApp& app) {
         "before the timed one, so the UI's own drawing between frames does not evict the input. "
         "Switching starts new histories");
     ImGui::SameLine();
+    ImGui::Checkbox("send every frame", &ui.resend_input);
+    tip("a still image hands out one frame: once it is on the GPU it is not sent again (its "
+        "upload rows stay empty). On: it is sent every frame, as a camera's would be, to time "
+        "the upload");
+    ImGui::SameLine();
     if (ImGui::Button("measure counters")) ui.counters_requested = true;
     tip("hardware counters for every launch of the next frame, through CUPTI's range profiler "
         "(bench --counters): the frame is replayed once per pass the metrics need, after its "

@@ -27,10 +27,22 @@ namespace {
 
 // Page-locked blocks by size, recycled: cudaHostAlloc costs milliseconds, a camera delivers a
 // frame every few. Never destroyed, so frames freed during exit still find it.
+void* cuda_pinned_alloc(size_t bytes) {
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) == cudaSuccess) return p;
+  cudaGetLastError();
+  return nullptr;  // no GPU or no page-locked memory left: the caller uses pageable memory
+}
+void cuda_pinned_free(void* p) {
+  cudaFreeHost(p);
+}
+
 struct PinnedPool {
   std::mutex mu;
   std::map<size_t, std::vector<void*>> free;
   uint64_t generation = 0;  // bumped by a device reset, which frees every block with its context
+  PinnedAllocator allocator{cuda_pinned_alloc, cuda_pinned_free};
+  uint64_t allocator_generation = 0;  // bumped when the allocator is replaced
 };
 PinnedPool& pinned_pool();
 
@@ -54,32 +66,43 @@ PinnedPool& pinned_pool() {
 std::shared_ptr<uint8_t> pinned_block(size_t bytes) {
   PinnedPool& pool = pinned_pool();
   void* p = nullptr;
-  uint64_t generation = 0;
+  uint64_t generation = 0, allocator_generation = 0;
+  PinnedAllocator allocator;
   {
     std::lock_guard<std::mutex> lock(pool.mu);
     auto& list = pool.free[bytes];
     if (!list.empty()) p = list.back(), list.pop_back();
     generation = pool.generation;
+    allocator = pool.allocator, allocator_generation = pool.allocator_generation;
   }
-  if (!p && cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
-    cudaGetLastError();
-    return nullptr;  // no GPU or no page-locked memory left: the caller uses pageable memory
-  }
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [bytes, generation](uint8_t* q) {
-    PinnedPool& pool = pinned_pool();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    if (generation != pool.generation) return;  // freed with its context
-    auto& list = pool.free[bytes];
-    if (list.size() < 8)
-      list.push_back(q);
-    else
-      cudaFreeHost(q);
-  });
+  if (!p) p = allocator.alloc(bytes);
+  if (!p) return nullptr;
+  return std::shared_ptr<uint8_t>(
+      static_cast<uint8_t*>(p), [bytes, generation, allocator, allocator_generation](uint8_t* q) {
+        PinnedPool& pool = pinned_pool();
+        std::lock_guard<std::mutex> lock(pool.mu);
+        if (generation != pool.generation) return;  // freed with its context
+        auto& list = pool.free[bytes];
+        if (allocator_generation == pool.allocator_generation && list.size() < 8)
+          list.push_back(q);
+        else
+          allocator.free(q);
+      });
 }
 
 std::atomic<bool> g_frames_pinned{false};
 
 }  // namespace
+
+void set_pinned_allocator(const PinnedAllocator& a) {
+  PinnedPool& pool = pinned_pool();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  for (auto& [bytes, list] : pool.free)
+    for (void* p : list) pool.allocator.free(p);
+  pool.free.clear();
+  pool.allocator = a.alloc ? a : PinnedAllocator{cuda_pinned_alloc, cuda_pinned_free};
+  ++pool.allocator_generation;
+}
 
 void set_frame_memory_pinned(bool on) {
   g_frames_pinned = on;

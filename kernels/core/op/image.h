@@ -108,6 +108,16 @@ class HostImage {
 void set_frame_memory_pinned(bool on);
 bool frame_memory_pinned();
 
+// Where page-locked frames come from: cudaHostAlloc and cudaFreeHost. Tests replace it (the CPU
+// machines have no GPU to pin memory with) to see which frames are page-locked and how many
+// blocks are made. `alloc` returns null when it cannot.
+struct PinnedAllocator {
+  void* (*alloc)(size_t bytes) = nullptr;
+  void (*free)(void* p) = nullptr;
+};
+// Replaces the allocator ({} restores CUDA's); the pool's free blocks go back to the old one.
+void set_pinned_allocator(const PinnedAllocator& a);
+
 // Owns a pitched device allocation. Move-only; frees on destruction.
 class DeviceImage {
  public:
