@@ -26,6 +26,7 @@
 #include "npy.h"
 #include "output_file.h"
 #include "live.h"
+#include "frame_budget.h"
 #include "measure.h"
 #include "paths.h"
 #include "presets.h"
@@ -97,6 +98,7 @@ struct Session {
     return source ? source->describe() : lab->def.name + " playground, inputs " + lab_in.describe();
   }
   LabInputs lab_in;
+  double input_read_ms = 0;  // the source's read of the first frame
 };
 
 // The next frame of a source read directly (files, synthetic, the first frame of a camera),
@@ -104,7 +106,11 @@ struct Session {
 io::Frame next_frame(io::FrameSource& src, size_t& skipped) {
   io::Frame f;
   for (int tries = 0; tries < 100; ++tries) {
-    switch (src.read(f)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const io::ReadResult r = src.read(f);
+    f.read_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    switch (r) {
       case io::ReadResult::Frame:
         return f;
       case io::ReadResult::Skip:
@@ -143,10 +149,12 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
   so.accept_truncated = c.accept_truncated;
   auto source = io::open_source(c.input, so);
   size_t skipped = 0;
-  std::shared_ptr<const HostImage> in = next_frame(*source, skipped).image;
+  io::Frame first = next_frame(*source, skipped);
+  std::shared_ptr<const HostImage> in = first.image;
   install_live_kernel(p, c, b, in.get());  // its trial runs on this first frame
   auto s = std::unique_ptr<Session>(
       new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped, nullptr, {}});
+  s->input_read_ms = first.read_ms;
   if (b == Backend::Cuda) s->runner.set_upload_mode(upload);
   s->runner.configure(s->pipeline, s->input->desc());
   s->runner.set_input(*s->input);
@@ -805,6 +813,9 @@ struct RunReport {
   const char* unit = "CPU";
   uint64_t dropped = 0;
   size_t skipped = 0;
+  // One frame's budget: the source's read, the host copy and the upload (GPU runs), per frame.
+  std::vector<double> read, host_copy, upload;
+  double source_fps = 0;
 
   void print(int sig) const {
     for (size_t i = 0; i < heads.size(); ++i) {
@@ -821,6 +832,14 @@ struct RunReport {
         "frame%s: median %.3f ms, p95 %.3f ms over %zu frame(s); %llu dropped, %zu skipped\n",
         graph ? " (CUDA graph)" : "", median(frame), percentile(frame, 95), frame.size(),
         (unsigned long long)dropped, skipped);
+    if (frame.empty()) return;
+    const bool gpu = std::string(unit) == "GPU";
+    auto med = [](const std::vector<double>& v) { return v.empty() ? -1.0 : median(v); };
+    std::printf("budget (medians, each part on its own): %s\n",
+                frame_budget(med(read), gpu ? med(host_copy) : -1, gpu ? med(upload) : -1,
+                             median(frame), -1, source_fps, gpu ? "GPU" : "CPU references")
+                    .line()
+                    .c_str());
   }
 };
 
@@ -989,11 +1008,13 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     rep.ms.resize(r.stages().size());
     rep.graph = r.graph();
     rep.unit = r.backend() == Backend::Cuda ? "GPU" : "CPU";
+    // A camera delivers at its own rate; files are read as fast as the pipeline takes them.
+    rep.source_fps = s->source && s->source->live() ? s->source->fps() : 0;
     rep.skipped = s->skipped;
   });
   // A frame of another size (a camera's resolution changed, a slideshow of mixed sizes)
   // reallocates the slots.
-  auto process = [&](const HostImage& img) {
+  auto process = [&](const HostImage& img, double read_ms) {
     if (!s->lab) {
       if (img.desc() != r.slots()[0].desc) r.configure(s->pipeline, img.desc());
       r.set_input(img);
@@ -1003,18 +1024,26 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
       for (size_t i = 0; i < rep.ms.size(); ++i) rep.ms[i].push_back(r.stage_ms()[i]);
       rep.frame.push_back(r.frame_ms());
       rep.skipped = s->skipped;
+      if (s->lab) return;  // generated inputs: no source, no upload
+      rep.read.push_back(read_ms);
+      if (r.backend() != Backend::Cuda) return;
+      rep.host_copy.push_back(r.staging_ms());
+      // Mapped: the host's write is the whole upload (no copy engine): one part, not two.
+      if (r.upload_mode() != UploadMode::Mapped) rep.upload.push_back(r.upload_ms());
     });
   };
   auto stopped = [] { return g_signal != 0; };
   const HostImage none;  // a playground runs on its generated inputs
-  process(s->lab ? none : *s->input);
+  process(s->lab ? none : *s->input, s->input_read_ms);
   if (s->lab) {
     // A playground: the same generated inputs, run again.
-    for (int f = 1; f < o.frames && !stopped(); ++f) process(none);
+    for (int f = 1; f < o.frames && !stopped(); ++f) process(none, 0);
   } else if (!s->source->live()) {
     // Files and the synthetic scene: every frame, in order.
-    for (int f = 1; f < o.frames && !stopped(); ++f)
-      process(*next_frame(*s->source, s->skipped).image);
+    for (int f = 1; f < o.frames && !stopped(); ++f) {
+      const io::Frame next = next_frame(*s->source, s->skipped);
+      process(*next.image, next.read_ms);
+    }
   } else if (o.frames > 1) {
     // A camera runs on its own thread; the pipeline takes the newest frame, as the GUI does.
     io::SourceOptions so;
@@ -1030,7 +1059,7 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     while (done < o.frames && !stopped()) {
       io::Frame f;
       if (cap.wait_latest(f, std::chrono::milliseconds(500))) {
-        process(*f.image);
+        process(*f.image, f.read_ms);
         ++done, waited = {};
         continue;
       }

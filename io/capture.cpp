@@ -119,6 +119,7 @@ void Capture::loop(const std::shared_ptr<Shared>& sp) {
         std::lock_guard<std::mutex> lock(s.mutex);
         src = std::move(opened);
         s.stats.source = src->describe();
+        s.stats.fps = src->live() || s.opt.pace ? src->fps() : 0;
         s.stats.state = CaptureState::Running;
         s.last_frame = std::chrono::steady_clock::now();
         if (lost) ++s.stats.reconnects;
@@ -135,7 +136,10 @@ void Capture::loop(const std::shared_ptr<Shared>& sp) {
     Frame f;
     ReadResult r;
     try {
+      const auto t0 = std::chrono::steady_clock::now();
       r = src->read(f);
+      f.read_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(s.mutex);
       s.stats.problem = e.what();

@@ -40,6 +40,7 @@ struct CaptureStats {
   uint64_t skipped = 0;     // corrupt frames the source skipped
   uint64_t reconnects = 0;  // successful reopenings after a loss
   std::string source;       // describe() of the open source
+  double fps = 0;           // the rate it delivers at: a live source's, or the pace; 0: unpaced
   std::string problem;      // the last error or skip reason, for the UI
 };
 

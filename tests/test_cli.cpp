@@ -291,6 +291,16 @@ TEST_SUITE("cpu") {
     CHECK(has(r, "frame: median"));
   }
 
+  TEST_CASE("cli: run ends with one frame's budget, the part that limits it named") {
+    const Result r = lab_cli("run --device cpu --frames 3 --input synthetic:64x48");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "budget (medians, each part on its own): decode or capture "));
+    CHECK(has(r, "CPU references "));
+    CHECK(has(r, "; the limit: "));
+    CHECK(!has(r, "upload"));  // no GPU: nothing is uploaded
+  }
+
   TEST_CASE("cli: every exit code the README documents, on the CPU") {
     const fs::path d = scratch_dir() / "codes";
     fs::create_directories(d);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "delay.h"
+#include "frame_budget.h"
 #include "measure.h"
 #include "support.h"
 
@@ -26,6 +27,29 @@ void run_harris(Runner& r, const std::string& size, const ImageDesc& in, unsigne
 }  // namespace
 
 TEST_SUITE("cpu") {
+  TEST_CASE("frame budget: each part's rate, the slowest names the limit, the source's own rate") {
+    // A 4K still image over pinned upload: the DMA limits, not the kernels.
+    FrameBudget b = frame_budget(0.002, 0, 0.455, 0.076, 0.2, 0);
+    CHECK(b.limit() == "upload");
+    CHECK(b.parts[2].fps() == doctest::Approx(1e3 / 0.455));
+    const std::string l = b.line();
+    INFO(l);
+    CHECK(l.find("upload 0.455 ms (2198 fps)") != std::string::npos);
+    CHECK(l.find("host copy 0 ms") != std::string::npos);  // measured, and nothing to copy
+    CHECK(l.find("; the limit: upload") != std::string::npos);
+    // A camera at 30 fps limits a lab that could run faster; parts not measured are left out.
+    b = frame_budget(33.0, -1, -1, 0.08, -1, 30);
+    CHECK(b.limit() == "the source's own rate");
+    CHECK(b.line().find("display") == std::string::npos);
+    CHECK(b.line().find("the source delivers 30 fps") != std::string::npos);
+    // A camera slower than its nominal rate: its reads limit.
+    CHECK(frame_budget(50.0, -1, -1, 0.08, -1, 30).limit() == "decode or capture");
+    // Without a GPU, the references take the pipeline's part.
+    b = frame_budget(1.0, -1, -1, 40.0, -1, 0, "CPU references");
+    CHECK(b.limit() == "CPU references");
+    CHECK(frame_budget(-1, -1, -1, -1, -1, 0).limit().empty());
+  }
+
   TEST_CASE("measure: order statistics and the median's standard error") {
     const Timing t = summarize({5, 1, 4, 2, 3});
     CHECK(t.n == 5);

@@ -367,6 +367,18 @@ TEST_SUITE("cpu") {
     CHECK(has(missing, "does not exist"));
   }
 
+  TEST_CASE("gui: a scripted run prints the frame budget the Timings panel shows") {
+    const Result r = lab_cli(
+        "gui --headless --frames 6 --window 640x480 --device cpu --input synthetic:160x120 "
+        "--size 160x96",
+        120);
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK(has(r, "gui: budget (medians, each part on its own): decode or capture "));
+    CHECK(has(r, ", CPU references "));
+    CHECK(has(r, ", display "));
+    CHECK(has(r, "; the source delivers 30 fps; the limit: "));
+  }
+
   TEST_CASE("gui: a sticky GPU fault is recovered in place: live frames again, one banner") {
     // Simulated (LAB_SIMULATE_GPU_FAULT): job 4 throws the sticky error a faulting kernel gives;
     // the GPU case below faults for real.

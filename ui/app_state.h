@@ -17,6 +17,7 @@
 #include "capture.h"
 #include "colormap.h"
 #include "diff.h"
+#include "frame_budget.h"
 #include "gui.h"
 #include "interop.h"
 #include "ladder.h"
@@ -222,6 +223,7 @@ struct UiState {
   // Costs that are real but not a kernel's, each on its own row: the upload's copy (GPU) and
   // staging copy (host), the host's enqueue, interop map and unmap, the GL sync ending a frame.
   std::vector<float> upload_dma_ms, staging_ms, enqueue_ms, map_ms, unmap_ms, gl_sync_ms;
+  std::vector<float> read_ms;  // the source's read of each frame taken (capture thread)
   // The device's state when the current timing histories began and at the newest frame.
   DeviceState timings_start, timings_end;
   bool cold_l2 = false;  // time with the L2 flushed before each frame
@@ -371,6 +373,8 @@ struct GuiApp {
 void draw_pipeline_panel(GuiApp& app);
 void draw_viewport_panel(GuiApp& app);
 void draw_timings_panel(GuiApp& app);
+// One frame's budget from the panels' histories (medians): what the Timings panel shows.
+FrameBudget gui_frame_budget(const GuiApp& app);
 void draw_occupancy_panel(GuiApp& app);
 void draw_diff_panel(GuiApp& app);
 void draw_device_panel(GuiApp& app);

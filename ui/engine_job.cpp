@@ -140,6 +140,7 @@ void engine_frame(GuiApp& app, bool wait) {
   io::Frame f;
   // A playground computes on its generated inputs: camera frames are left in the mailbox.
   if (!lab && app.capture->take_latest(f)) {
+    push_history(app.ui.read_ms, float(f.read_ms));
     // A still image hands out the same frame: once it is on the GPU it is not sent again,
     // unless the user times the upload or the pipeline is configured anew.
     const bool on_gpu = f.image == app.last_input && !app.ui.resend_input &&

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app_state.h"
+#include "frame_budget.h"
 #include "orin.h"
 #include "stats.h"
 #include "widgets.h"
@@ -57,6 +58,66 @@ void cost_row(const char* name, const std::vector<float>& h, const char* what) {
   tip("95th percentile of the same history");
 }
 
+// One frame end to end, each part's median and the frame rate it allows on its own; the lowest
+// limits the lab (frame_budget.h; `run` prints the same).
+void draw_frame_budget(const GuiApp& app) {
+  const FrameBudget b = gui_frame_budget(app);
+  ImGui::TextUnformatted("Frame budget (each part on its own)");
+  tip("where one frame's time goes from the source to the screen. The parts run on different "
+      "threads and engines (capture thread, copy engine, kernels, UI), so the lab runs no faster "
+      "than the slowest part allows: that is the limit");
+  if (!ImGui::BeginTable(
+          "budget", 3,
+          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
+    return;
+  ImGui::TableSetupColumn("part");
+  ImGui::TableSetupColumn("median ms");
+  ImGui::TableSetupColumn("allows fps");
+  ImGui::TableHeadersRow();
+  const std::string limit = b.limit();
+  auto row = [&](const char* name, double ms, double fps, const char* what) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    if (limit == name)
+      ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s (limit)", name);
+    else
+      ImGui::TextUnformatted(name);
+    tip(what);
+    ImGui::TableNextColumn();
+    if (ms >= 0)
+      ImGui::Text("%.3f", ms);
+    else
+      ImGui::TextDisabled("-");
+    tip(what);
+    ImGui::TableNextColumn();
+    if (fps > 1e5)
+      ImGui::TextUnformatted("> 100000");
+    else if (fps > 0)
+      ImGui::Text("%.0f", fps);
+    else
+      ImGui::TextDisabled("-");
+    tip("1000 / the median: the frames per second this part alone allows");
+  };
+  static const char* const what[] = {
+      "the source's read of a frame on the capture thread (host wall clock): a decode, the "
+      "synthetic scene's render, or a camera's wait for its next frame; a still image is decoded "
+      "once, when it opens",
+      "pinned upload: the host's copy of a frame into page-locked memory (0 when the source "
+      "made it page-locked); mapped: the write into zero-copy memory",
+      "the frame's copy to the device, GPU time between an event pair, over the frames that "
+      "sent one (a still image is sent once unless \"send every frame\" is on)",
+      "the pipeline's time: the GPU span of its launches (bench's frame) or the CPU references'",
+      "the viewport's update when a result arrives: CUDA-GL interop copies or a texture upload, "
+      "host wall clock"};
+  for (size_t i = 0; i < b.parts.size(); ++i)
+    if (b.parts[i].ms >= 0) row(b.parts[i].name, b.parts[i].ms, b.parts[i].fps(), what[i]);
+  if (b.source_fps > 0)
+    row("the source's own rate", -1, b.source_fps,
+        "the rate the source delivers: a camera's, or the pace a file is offered at (a still "
+        "image 30 fps, a folder 1 fps)");
+  ImGui::EndTable();
+}
+
 // The ncu command line of stage i as the GUI has it configured (for the clipboard).
 std::string ncu_line(const GuiApp& app, size_t i, int launches) {
   const PipelineConfig& p = app.ui.pipeline;
@@ -75,6 +136,17 @@ std::string ncu_line(const GuiApp& app, size_t i, int launches) {
   }
 }
 }  // namespace
+
+FrameBudget gui_frame_budget(const GuiApp& app) {
+  const UiState& ui = app.ui;
+  auto med = [](const std::vector<float>& h) { return h.empty() ? -1.0 : median_of(h); };
+  const bool gpu = app.opt.backend == Backend::Cuda;
+  // Mapped: the host's write is the whole upload (no copy engine): one part, not two.
+  const bool dma = gpu && app.opt.upload != UploadMode::Mapped;
+  return frame_budget(med(ui.read_ms), gpu ? med(ui.staging_ms) : -1,
+                      dma ? med(ui.upload_dma_ms) : -1, med(ui.pipeline_ms), med(ui.display_ms),
+                      app.capture ? app.capture->stats().fps : 0, gpu ? "GPU" : "CPU references");
+}
 
 void draw_timings_panel(GuiApp& app) {
   if (!ImGui::Begin("Timings")) {
@@ -139,6 +211,8 @@ void draw_timings_panel(GuiApp& app) {
   tip("pipeline time per frame, oldest on the left");
   if (!gpu) {
     ImGui::TextWrapped("CPU mode: no kernels run, so there are no launch timings.");
+    ImGui::Spacing();
+    draw_frame_budget(app);
     ImGui::End();
     return;
   }
@@ -313,6 +387,8 @@ void draw_timings_panel(GuiApp& app) {
     }
     ImGui::EndTable();
   }
+  ImGui::Spacing();
+  draw_frame_budget(app);
   ImGui::Spacing();
   ImGui::TextUnformatted("Not kernel time (each measured on its own)");
   if (ImGui::BeginTable(

@@ -293,6 +293,10 @@ void resume_after_restart(GuiApp& app, const RestartState& restart) {
 }
 
 void restart_after_fault(GuiApp& app, uint64_t ui_frames) {
+  // Nothing of this process runs on: its source is closed (a camera has one reader, and the new
+  // image opens it) and its last job is waited for, so that no thread is in flight at the exit.
+  app.capture.reset();
+  if (app.job.valid()) app.job.wait_for(std::chrono::seconds(2));
   save_layout(true);
   std::printf("gui: %llu frames, %llu results before the GPU fault; starting again\n",
               (unsigned long long)ui_frames, (unsigned long long)app.frames);

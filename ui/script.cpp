@@ -171,6 +171,9 @@ void GuiScript::report(GuiApp& app, uint64_t ui_frames, uint64_t input_frames) c
         (unsigned long long)input_frames, (unsigned long long)ui_frames, med(app.ui.frame_input_ms),
         app.ui.frame_input_ms.size());
   }
+  if (app.opt.frames > 0)
+    std::printf("gui: budget (medians, each part on its own): %s\n",
+                gui_frame_budget(app).line().c_str());
   if (app.opt.frames > 0 && app.opt.backend == Backend::Cuda) {
     // Each launch's median over the history, as the Timings panel shows it (to compare with
     // bench), and the not-kernel costs on their own lines.
