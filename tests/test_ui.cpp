@@ -379,6 +379,16 @@ TEST_SUITE("cpu") {
     CHECK(has(r, "; the source delivers 30 fps; the limit: "));
   }
 
+  TEST_CASE("gui: a still image's one frame is sent once, not every frame") {
+    // The source hands out one shared frame; once it is on the device nothing is sent again
+    // (the Timings panel's "send every frame" would).
+    const Result r = lab_cli("gui --headless --frames 6 --window 640x480 --device cpu --input " +
+                                 data_path("box.png") + " --size 160x96",
+                             120);
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK_MESSAGE(has(r, "; 1 of 6 frames sent a new input frame"), r.out);
+  }
+
   TEST_CASE("gui: a sticky GPU fault is recovered in place: live frames again, one banner") {
     // Simulated (LAB_SIMULATE_GPU_FAULT): job 4 throws the sticky error a faulting kernel gives;
     // the GPU case below faults for real.

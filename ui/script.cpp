@@ -1,3 +1,4 @@
+// Scripted runs (script.h): what the options ask for, at the shell's hooks.
 #include "script.h"
 
 #include <epoxy/gl.h>

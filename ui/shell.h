@@ -8,7 +8,6 @@
 namespace lab::ui {
 
 struct GuiApp;
-struct GuiHooks;
 
 // Makes the Dear ImGui context: dark style, fonts and sizes at `scale`, and, with
 // `persist_layout`, the panels' layout read from the state folder's imgui.ini.
