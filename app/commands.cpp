@@ -142,8 +142,9 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
     return s;
   }
   const UploadMode upload = b == Backend::Cuda ? pick_upload(c.upload) : UploadMode::Pageable;
-  // Pinned upload: sources decode straight into page-locked frames, so no staging copy remains.
-  set_frame_memory_pinned(upload == UploadMode::Pinned);
+  // Pinned and mapped upload: sources decode straight into page-locked frames, sent with no
+  // staging copy or (mapped) read by the kernels where they are.
+  set_frame_memory_pinned(upload == UploadMode::Pinned || upload == UploadMode::Mapped);
   io::SourceOptions so;
   so.max_pixels = c.max_pixels;
   so.accept_truncated = c.accept_truncated;
@@ -646,11 +647,11 @@ std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
   for (const UploadCase& u : {UploadCase{"upload_none", -1}, UploadCase{"upload_pageable", 0},
                               UploadCase{"upload_pinned", 1}, UploadCase{"upload_mapped", 2}}) {
     if (u.mode >= 0) r.set_upload_mode(UploadMode(u.mode));
-    // Pinned: the frames as the source made them (page-locked when the session's upload mode is
-    // pinned); the other modes: pageable copies, as a plain decoder would hand them over.
+    // Pinned and mapped: the frames as the source made them (page-locked when the session's
+    // upload is either); pageable: plain copies, as a plain decoder would hand them over.
     std::vector<std::shared_ptr<const HostImage>> cycle;
     for (const auto& f : inputs) {
-      if (u.mode == 1 || !f->pinned()) continue;
+      if (u.mode != 0 || !f->pinned()) continue;
       cycle.push_back(std::make_shared<const HostImage>(HostImage(*f)));
     }
     const auto& frames_in = cycle.empty() ? inputs : cycle;
@@ -683,7 +684,9 @@ std::vector<FrameTiming> bench_uploads(Session& s, const BenchOptions& o) {
                                  " + pipeline, host wall clock per frame (" +
                                  fmt("%.1f", 100 * (med / baseline - 1)) +
                                  " % over on-GPU; upload " + fmt("%.1f", median(up)) + " us" +
-                                 (u.mode != 1 ? ""
+                                 (u.mode == 2 && median(up) == 0 && median(stage) == 0
+                                      ? ", frames read in place, no copy"
+                                  : u.mode != 1 ? ""
                                   : frames_in[0]->pinned()
                                       ? ", frames captured page-locked, no staging copy"
                                       : ", staging copy " + fmt("%.1f", median(stage)) + " us") +

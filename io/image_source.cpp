@@ -251,7 +251,8 @@ HostImage decode_with_opencv(const std::string& path, const uint8_t* data, size_
   // A frame: page-locked when frames go up by pinned upload (sent from here, never staged).
   HostImage out = HostImage::frame(ImageDesc{m.cols, m.rows, channels, PixelType::U8});
   const size_t row = out.desc().row_bytes();
-  for (int y = 0; y < m.rows; ++y) std::memcpy(out.bytes() + size_t(y) * row, m.ptr(y), row);
+  for (int y = 0; y < m.rows; ++y)
+    std::memcpy(out.bytes() + size_t(y) * out.pitch(), m.ptr(y), row);
   return out;
 }
 #endif
@@ -537,9 +538,9 @@ HostImage decode_with_stb(const std::string& name, const uint8_t* data, size_t s
   auto at = [&](size_t i) -> uint8_t {
     return is16 ? uint8_t((uint32_t(src16[i]) + 128) / 257) : src8[i];
   };
-  uint8_t* dst = out.bytes();
   for (size_t i = 0; i < count; ++i) {
-    const size_t s = i * size_t(n), d = i * size_t(channels);
+    uint8_t* dst = out.bytes() + (i / size_t(w)) * out.pitch();  // this pixel's row
+    const size_t s = i * size_t(n), d = (i % size_t(w)) * size_t(channels);
     if (n <= 2) {
       dst[d] = at(s);
     } else {  // RGB(A) -> BGR(A)

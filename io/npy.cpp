@@ -182,6 +182,7 @@ std::string npy_header(const ImageDesc& d) {
 }
 
 void write_npy(OutputFile& out, const HostImage& img) {
+  if (img.pitch() != img.desc().row_bytes()) return write_npy(out, HostImage(img));  // rows packed
   const ImageDesc& d = img.desc();
   out.write(npy_header(d));
   const size_t bytes = d.bytes();

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -656,10 +657,26 @@ TEST_SUITE("cpu") {
         CHECK(f.image->pinned() == pinned);
 #endif
     }
-    // Copies stay plain memory: a consumer that needs its own copy never holds a pooled block.
+    // A page-locked frame's rows are padded as the device's are (kernels may read it in place);
+    // copies are plain memory, rows back to back, the same pixels: a consumer that needs its own
+    // copy never holds a pooled block.
     set_frame_memory_pinned(true);
-    const auto still = frames(data_path("brick.png"), 1);
-    CHECK(still[0].image->pinned());
-    CHECK_FALSE(HostImage(*still[0].image).pinned());
+    const auto still = frames(data_path("coffee.png"), 1);  // 600 x 3 bytes a row
+    const HostImage& f = *still[0].image;
+    CHECK(f.pinned());
+    CHECK(f.pitch() >= f.desc().row_bytes() + 16);
+    CHECK(f.pitch() % 16 == 0);
+    const HostImage copy(f);
+    CHECK_FALSE(copy.pinned());
+    CHECK(copy.pitch() == copy.desc().row_bytes());
+    set_frame_memory_pinned(false);
+    const HostImage plain = io::load_image(data_path("coffee.png"));
+    CHECK(same_pixels(copy, plain));
+    bool rows_equal = true;
+    for (int y = 0; y < f.desc().height; ++y)
+      rows_equal &=
+          std::memcmp(f.bytes() + size_t(y) * f.pitch(), plain.bytes() + size_t(y) * plain.pitch(),
+                      plain.desc().row_bytes()) == 0;
+    CHECK(rows_equal);
   }
 }

@@ -160,6 +160,21 @@ TEST_SUITE("gpu") {
         CHECK(same(got, expect[k]));
       }
     }
+    // Mapped: page-locked frames (padded rows) are read where they are, with no copy, to the
+    // same outputs; a CUDA graph, which holds one address, gets copies of frames that move.
+    for (bool graph : {false, true}) {
+      INFO("mapped, page-locked frames" << (graph ? ", graph" : ""));
+      lab::Runner r(lab::Backend::Cuda);
+      r.set_upload_mode(lab::UploadMode::Mapped);
+      r.configure(cfg, frames[0].desc());
+      r.set_graph(graph);
+      for (size_t k = 0; k < pinned.size(); ++k) {
+        r.set_input(pinned[k]);
+        r.run();
+        CHECK(same(outputs(r), expect[k]));
+        CHECK((r.upload_ms() == 0 && r.staging_ms() == 0) == !graph);
+      }
+    }
   }
 
   LAB_GPU_CASE("an unwritten pixel fails the diff") {

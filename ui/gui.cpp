@@ -86,7 +86,7 @@ void init_app(GuiApp& app, const std::optional<RestartState>& restart) {
   if (restart) resume_after_restart(app, *restart);
   app.runner = std::make_unique<Runner>(opt.backend);
   if (opt.backend == Backend::Cuda) app.runner->set_upload_mode(opt.upload);
-  set_frame_memory_pinned(opt.backend == Backend::Cuda && opt.upload == UploadMode::Pinned);
+  set_frame_memory_pinned(opt.backend == Backend::Cuda && opt.upload != UploadMode::Pageable);
   if (opt.backend == Backend::Cuda) app.copy_gbs = measure_copy_bandwidth();
   if (restart) recovery_trace(app, "CUDA context made, copy bandwidth measured");
   open_input(app, opt.input);

@@ -29,7 +29,9 @@ namespace {
 // frame every few. Never destroyed, so frames freed during exit still find it.
 void* cuda_pinned_alloc(size_t bytes) {
   void* p = nullptr;
-  if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) == cudaSuccess) return p;
+  // Mapped too: with --upload mapped (an integrated GPU) the kernels read a frame in place.
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped) == cudaSuccess)
+    return p;
   cudaGetLastError();
   return nullptr;  // no GPU or no page-locked memory left: the caller uses pageable memory
 }
@@ -114,17 +116,26 @@ bool frame_memory_pinned() {
 HostImage HostImage::frame(const ImageDesc& desc) {
   if (g_frames_pinned && !desc.empty()) {
     HostImage img;
-    img.m_pinned = pinned_block(desc.bytes());
+    // Padded rows: kernels reading a mapped frame in place load whole aligned words that may
+    // reach past a row's last pixel (DeviceImage's rows allow the same).
+    const size_t pitch = (desc.row_bytes() + 16 + 15) / 16 * 16;
+    img.m_pinned = pinned_block(pitch * size_t(desc.height));
     if (img.m_pinned) {
-      img.m_desc = desc;
+      img.m_desc = desc, img.m_pitch = pitch;
+      for (int y = 0; y < desc.height; ++y)  // the padding, defined (the pixels are written)
+        std::memset(img.m_pinned.get() + size_t(y) * pitch + desc.row_bytes(), 0,
+                    pitch - desc.row_bytes());
       return img;
     }
   }
   return HostImage(desc);
 }
 
-HostImage::HostImage(const HostImage& o)
-    : m_desc(o.m_desc), m_storage(o.bytes(), o.bytes() + o.m_desc.bytes()) {}
+HostImage::HostImage(const HostImage& o) : m_desc(o.m_desc), m_storage(o.m_desc.bytes()) {
+  const size_t row = m_desc.row_bytes();
+  for (int y = 0; y < m_desc.height; ++y)
+    std::memcpy(m_storage.data() + size_t(y) * row, o.bytes() + size_t(y) * o.pitch(), row);
+}
 
 HostImage& HostImage::operator=(const HostImage& o) {
   if (this != &o) {

@@ -71,16 +71,18 @@ class HostImage {
   HostImage() = default;
   explicit HostImage(const ImageDesc& desc) : m_desc(desc), m_storage(desc.bytes()) {}
   // An input frame: in page-locked memory from a recycled pool when frame_memory_pinned() (a
-  // DMA can then read it directly, with no staging copy), else as HostImage(desc).
+  // DMA can then read it directly, with no staging copy; mapped, the kernels read it in place),
+  // else as HostImage(desc). A page-locked frame's rows are padded as DeviceImage's are (16
+  // spare bytes, 16-byte aligned): read its rows through pitch().
   static HostImage frame(const ImageDesc& desc);
-  // Copies are plain (pageable) memory; moves keep the storage.
+  // Copies are plain (pageable) memory, rows back to back; moves keep the storage.
   HostImage(const HostImage& o);
   HostImage& operator=(const HostImage& o);
   HostImage(HostImage&&) noexcept = default;
   HostImage& operator=(HostImage&&) noexcept = default;
 
   const ImageDesc& desc() const { return m_desc; }
-  size_t pitch() const { return m_desc.row_bytes(); }
+  size_t pitch() const { return m_pitch ? m_pitch : m_desc.row_bytes(); }
   uint8_t* bytes() { return m_pinned ? m_pinned.get() : m_storage.data(); }
   const uint8_t* bytes() const { return m_pinned ? m_pinned.get() : m_storage.data(); }
   bool pinned() const { return bool(m_pinned); }
@@ -101,6 +103,7 @@ class HostImage {
   ImageDesc m_desc;
   std::vector<uint8_t> m_storage;
   std::shared_ptr<uint8_t> m_pinned;  // page-locked storage from the pool, when a pinned frame
+  size_t m_pitch = 0;                 // its padded rows; 0: row_bytes()
 };
 
 // Whether HostImage::frame() allocates page-locked memory: set when frames go to the GPU by

@@ -282,7 +282,8 @@ void Runner::set_input(const HostImage& img) {
   if (m_up->mode() == UploadMode::Mapped) {
     // The kernels read this memory in place: the previous frame must be done with it.
     LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-    const ImageRef ref = m_up->map(img);
+    // In place while the frame stays where it is: a captured graph holds one address.
+    const ImageRef ref = m_up->map(img, !m_use_graph || s.mapped.data == img.bytes());
     if (s.mapped.data != ref.data) reset_graph();  // a captured graph holds the old address
     s.mapped = ref;
     return;

@@ -154,7 +154,18 @@ void Uploader::order_compute() {
     }
 }
 
-ImageRef Uploader::map(const HostImage& img) {
+ImageRef Uploader::map(const HostImage& img, bool in_place) {
+  if (in_place && img.pinned() && img.pitch() >= img.desc().row_bytes() + 16 &&
+      img.pitch() % 16 == 0) {
+    void* dev = nullptr;
+    if (cudaHostGetDevicePointer(&dev, const_cast<uint8_t*>(img.bytes()), 0) == cudaSuccess) {
+      m_in_place = img.storage_handle();  // alive until the next frame takes its place
+      m_upload_ms = 0, m_staging_ms = 0;
+      return ImageRef{img.desc(), dev, img.pitch()};
+    }
+    cudaGetLastError();  // not mapped (another allocator's block): copied below
+  }
+  m_in_place.reset();
   const auto t0 = std::chrono::steady_clock::now();
   stage(img, true);
   m_upload_ms = ms_since(t0);

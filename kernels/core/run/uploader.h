@@ -52,9 +52,11 @@ class Uploader {
   void send(const HostImage& img, DeviceImage& dst, bool order_compute = true);
   // The compute stream waits for every copy sent so far.
   void order_compute();
-  // Mapped: writes `img` into mapped page-locked memory (the compute stream must be done with
-  // the previous frame) and returns the view kernels read in place.
-  ImageRef map(const HostImage& img);
+  // Mapped: the view kernels read in place (the compute stream must be done with the previous
+  // frame). A page-locked frame (HostImage::frame(): padded, aligned rows) is that view itself,
+  // with no copy at all (`in_place` false asks for the copy: a CUDA graph holds one address);
+  // any other frame is written into the uploader's mapped page-locked memory.
+  ImageRef map(const HostImage& img, bool in_place = true);
   // After the compute stream synchronised: the times of the copies it waited for (those are
   // done). A copy it does not wait for yet (run_overlapped's next frame) is left in flight.
   void collect();
@@ -91,6 +93,7 @@ class Uploader {
   int m_next = 0;    // the one the next send uses
   UploadMode m_mode;
   PinnedBuffer m_pinned;
+  std::shared_ptr<const uint8_t> m_in_place;  // the frame kernels read where it is (mapped)
   double m_upload_ms = 0, m_staging_ms = 0;
 };
 
