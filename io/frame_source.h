@@ -23,8 +23,8 @@ struct Frame {
   std::shared_ptr<const HostImage> image;
   uint64_t index = 0;  // counts up from 0 for every frame a source delivers (loops included)
   // The source's read of this frame, host wall clock: the decode (a file, a video), the render
-  // (the synthetic scene) or the wait for it (a camera). A still image's reads after the first
-  // decode nothing. Set by whoever reads (Capture, `run`).
+  // (the synthetic scene) or the wait for it (a camera). A still image decodes when it opens,
+  // so its reads cost next to nothing. Set by whoever reads (Capture, `run`).
   double read_ms = 0;
 };
 

@@ -532,22 +532,24 @@ HostImage decode_with_stb(const std::string& name, const uint8_t* data, size_t s
 
   const int channels = n <= 2 ? 1 : n;  // gray+alpha -> gray
   HostImage out = HostImage::frame(ImageDesc{w, h, channels, PixelType::U8});
-  const size_t count = size_t(w) * size_t(h);
   const uint8_t* src8 = static_cast<const uint8_t*>(pixels.get());
   const uint16_t* src16 = static_cast<const uint16_t*>(pixels.get());
   auto at = [&](size_t i) -> uint8_t {
     return is16 ? uint8_t((uint32_t(src16[i]) + 128) / 257) : src8[i];
   };
-  for (size_t i = 0; i < count; ++i) {
-    uint8_t* dst = out.bytes() + (i / size_t(w)) * out.pitch();  // this pixel's row
-    const size_t s = i * size_t(n), d = (i % size_t(w)) * size_t(channels);
-    if (n <= 2) {
-      dst[d] = at(s);
-    } else {  // RGB(A) -> BGR(A)
-      dst[d + 0] = at(s + 2);
-      dst[d + 1] = at(s + 1);
-      dst[d + 2] = at(s + 0);
-      if (n == 4) dst[d + 3] = at(s + 3);
+  for (int y = 0; y < h; ++y) {
+    uint8_t* dst = out.bytes() + size_t(y) * out.pitch();  // rows are pitch() apart
+    for (int x = 0; x < w; ++x) {
+      const size_t s = (size_t(y) * size_t(w) + size_t(x)) * size_t(n),
+                   d = size_t(x) * size_t(channels);
+      if (n <= 2) {
+        dst[d] = at(s);
+      } else {  // RGB(A) -> BGR(A)
+        dst[d + 0] = at(s + 2);
+        dst[d + 1] = at(s + 1);
+        dst[d + 2] = at(s + 0);
+        if (n == 4) dst[d + 3] = at(s + 3);
+      }
     }
   }
   return out;

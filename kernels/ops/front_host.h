@@ -45,10 +45,13 @@ inline float fused_param(const ParamMap& params, const char* stage, const char* 
   const auto it = p.find(name);
   if (it != p.end()) return static_cast<float>(it->second);
   const std::string st = stage;
-  for (const ParamSpec& s : st == "harris" ? front_stages().harris_params
-                            : st == "nms"  ? front_stages().nms_params
-                                           : std::vector<ParamSpec>{})
-    if (s.name == name) return static_cast<float>(s.def);
+  const FrontStages& f = front_stages();
+  const std::vector<ParamSpec>* specs = st == "harris" ? &f.harris_params
+                                        : st == "nms"  ? &f.nms_params
+                                                       : nullptr;
+  if (specs)  // by reference: this runs at every launch
+    for (const ParamSpec& s : *specs)
+      if (s.name == name) return static_cast<float>(s.def);
   throw Error(ErrorKind::Internal, st + " has no borrowed parameter " + name);
 }
 

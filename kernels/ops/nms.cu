@@ -243,7 +243,6 @@ static size_t v2_smem(Block b) {
 
 OpDef nms_op(const OpLookup& earlier) {
   borrow_front_stages(earlier);  // v5 and v6 check against blur's, sobel's and harris's references
-  front_stages().nms_params = param_specs<NmsParams>();
   const std::vector<Block> any = {{32, 8},  {32, 4},  {16, 16}, {64, 4},
                                   {32, 16}, {128, 2}, {32, 32}};
   OpDef op;

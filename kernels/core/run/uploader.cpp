@@ -53,6 +53,7 @@ void Uploader::set_mode(UploadMode m) {
   if (m == m_mode) return;
   finish_all();
   free_staging();
+  m_in_place.reset();  // no kernel reads it any more
   m_mode = m;
 }
 
