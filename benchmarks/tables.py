@@ -8,8 +8,13 @@ in "kernel").
 Then writes OUT/tables.md from results.csv and OUT/list.json (list --json), so the committed
 results file alone regenerates the tables. A step that ran another step's code is marked in its
 cells ("= v14") and its row says why.
-Usage: tables.py OUT [COMMIT] [--into BENCHMARKS.md]  (--into replaces the document's tables
-between their markers: <!-- tables: stages|playgrounds|frames|peers ... --> and the end marker)
+Usage: tables.py OUT [COMMIT] [--keep RESULTS.csv] [--into BENCHMARKS.md]
+--into replaces the document's tables between their markers (<!-- tables: stages|playgrounds|
+frames|peers|scales ... --> and the end marker); each marker names the commits of its rows.
+--keep: after a run of some parts (run.sh's LAB_RUN_PARTS), the committed results' rows of the
+tables this run did not make join OUT/results.csv, so every table is regenerated from one file.
+The scales table: letterbox's steps (OUT/csv/scales@...) and the frame beside NPP's front
+(OUT/json/scale@INPUT@SIZE@npp.json, benchmarks/npp_front.sh) for each photo and plane.
 """
 import csv
 import glob
@@ -57,6 +62,15 @@ def gather(out, commit):
                          "stage": peer, "variant": j.get("torch", ""), "kernel": kernel[:-3],
                          "median_us": j[kernel], "in_frame": "0",
                          **{k: "" if st.get(k) is None else st[k] for k in STATE}})
+    for (inp, size, _), j in json_files(out, "scale"):
+        st = j.get("lab_state") or {}
+        for kernel in ("lab_frame_graph_us", "lab_to_keypoints_us", "npp_front_graph_us",
+                       "npp_front_eager_us"):
+            if j.get(kernel) is not None:
+                rows.append({"table": "scale", "input": inp, "size": size, "commit": commit,
+                             "stage": "frame", "variant": "{:.4f}".format(j["scale"]),
+                             "kernel": kernel[:-3], "median_us": j[kernel], "in_frame": "0",
+                             **{k: "" if st.get(k) is None else st[k] for k in STATE}})
     if rows:
         fields = list(rows[0])
         with open(os.path.join(out, "results.csv"), "w", newline="") as f:
@@ -138,6 +152,22 @@ def state_line(rows):
             ("; " + "; ".join(warnings) if warnings else "") + ".")
 
 
+def merge(results, keep):
+    """Adds to results the rows of keep whose table results has no row of."""
+    with open(results, newline="") as f:
+        rows = list(csv.DictReader(f))
+    made = {r["table"] for r in rows}
+    with open(keep, newline="") as f:
+        rows += [r for r in csv.DictReader(f) if r["table"] not in made]
+    fields = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    with open(results, "w", newline="") as f:
+        w = csv.DictWriter(f, fields, restval="")
+        w.writeheader()
+        w.writerows(rows)
+
+
 def main():
     args = sys.argv[1:]
     into = None
@@ -145,15 +175,23 @@ def main():
         k = args.index("--into")
         into = args[k + 1]
         del args[k:k + 2]
+    keep = None
+    if "--keep" in args:
+        k = args.index("--keep")
+        keep = args[k + 1]
+        del args[k:k + 2]
     out = args[0]
     commit = args[1] if len(args) > 1 else ""
     gather(out, commit)
+    if keep:
+        merge(os.path.join(out, "results.csv"), keep)
     ops = {o["name"]: o for o in json.load(open(os.path.join(out, "list.json")))}
     tables = {}
+    made = {}  # each section's commits: the runs its rows came from
     with open(os.path.join(out, "results.csv"), newline="") as f:
         for r in csv.DictReader(f):
             tables.setdefault((r["table"], r["input"], r["size"]), []).append(r)
-            commit = commit or r["commit"]
+            made.setdefault(SECTION.get(r["table"], "playgrounds"), set()).add(r["commit"] or commit)
 
     sections = {}
     md = sections.setdefault("stages", [])
@@ -187,7 +225,7 @@ def main():
 
     md = sections.setdefault("playgrounds", [])
     for (table, inp, size), rows in sorted(tables.items()):
-        if table in ("stages", "frame", "peer"):
+        if table in ("stages", "frame", "peer", "scale", "scales"):
             continue
         picked = stage_rows(rows)
         md += ["### " + table + ", " + size,
@@ -239,9 +277,36 @@ def main():
                  "{:.1f}x".format(us["torch_graph"] / us["lab_frame_graph"]),
                  number(us["torch_eager"])]) + " |")
         md += ["", state_line([r for r in peer.values() if r["kernel"] == "lab_frame_graph"])]
+    md = sections.setdefault("scales", [])
+    frame = {(r["input"], r["size"], r["kernel"]): r for k, v in tables.items()
+             if k[0] == "scale" for r in v}
+    lb = {k[1:]: stage_rows(v) for k, v in tables.items() if k[0] == "scales"}
+    if frame or lb:
+        md += ["| input → plane | scale | letterbox v6 µs | v8 µs | v8 % of a copy of its bytes | "
+               "the frame, a graph (µs) | NPP's front, a graph (µs) |",
+               "|---|---:|---:|---:|---:|---:|---:|"]
+        for i, s in sorted(set(lb) | {(k[0], k[1]) for k in frame},
+                           key=lambda c: (c[1] != "1280x736", c)):
+            by = lb.get((i, s), {})
+            six, eight = by.get(("letterbox", "v6_reuse_by_scale")), by.get(("letterbox",
+                                                                               "v8_staged"))
+            f = frame.get((i, s, "lab_frame_graph"))
+            n = frame.get((i, s, "npp_front_graph"))
+            scale = float(f["variant"]) if f else None
+            how = "-" if scale is None else "1 (identity)" if abs(scale - 1) < 1e-9 else \
+                "{:.2f}x {}".format(scale if scale > 1 else 1 / scale,
+                                    "up" if scale > 1 else "down")
+            md.append("| " + " | ".join([i + " → " + ("4K" if s == "3840x2160" else s), how,
+                                         timed(six), timed(eight),
+                                         value(eight, "pct_copy_same_size"),
+                                         number(f["median_us"]) if f else "-",
+                                         number(n["median_us"]) if n else "not measured"]) + " |")
+        md += ["", state_line([r for r in frame.values() if r["kernel"] == "lab_frame_graph"])]
+    sections = {k: v for k, v in sections.items() if v}  # a run of some parts: only theirs
+    runs = {k: ", ".join(sorted(made.get(k, {commit}))) for k in sections}
     with open(os.path.join(out, "tables.md"), "w") as f:
         for name, lines in sections.items():
-            f.write(begin(name, commit) + "\n" + "\n".join(lines) + "\n" + END + "\n\n")
+            f.write(begin(name, runs[name]) + "\n" + "\n".join(lines) + "\n" + END + "\n\n")
     if into:  # replace each section between its markers in the document
         text = open(into).read()
         for name, lines in sections.items():
@@ -249,11 +314,13 @@ def main():
             b = text.find(END, a)
             if a < 0 or b < 0:
                 sys.exit("tables.py: " + into + " has no '" + name + "' markers")
-            text = text[:a] + begin(name, commit) + "\n" + "\n".join(lines) + "\n" + text[b:]
+            text = text[:a] + begin(name, runs[name]) + "\n" + "\n".join(lines) + "\n" + text[b:]
         open(into, "w").write(text)
 
 
 END = "<!-- end of generated tables -->"
+SECTION = {"stages": "stages", "frame": "frames", "peer": "peers", "scale": "scales",
+           "scales": "scales"}  # a results table's section; the others are playgrounds
 
 
 def begin(name, commit):
