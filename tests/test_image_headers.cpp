@@ -126,7 +126,8 @@ TEST_SUITE("cpu") {
     CHECK(lab::io::crc32(u8("123456789"), 9) == 0xCBF43926u);
     for (const char* name :
          {"astronaut.png", "box.png", "box_in_scene.png", "brick.png", "chelsea.png",
-          "chessboard.png", "coffee.png", "graf1.png", "pier_4k.jpg", "rocket.jpg"}) {
+          "chessboard.png", "coffee.png", "dock.jpg", "graf1.png", "lantern.jpg", "pier_4k.jpg",
+          "pier_5k.jpg", "rocket.jpg"}) {  // dock.jpg: progressive, with EXIF
       INFO(std::string(name));
       const std::string bytes = read_bytes(data_path(name));
       const ImageHeader h = inspect(bytes);
