@@ -164,10 +164,10 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
-  auto time = [&](auto&& work) {
+  auto median_us = [&](auto&& work) {
     for (int i = 0; i < 20; ++i) work();  // warm-up
     CHECK_CUDA(cudaStreamSynchronize(stream));
-    std::vector<float> ms(size_t(reps));
+    std::vector<float> ms(static_cast<size_t>(reps));
     for (float& m : ms) {
       CHECK_CUDA(cudaEventRecord(e0, stream));
       work();
@@ -177,14 +177,14 @@ int main(int argc, char** argv) {
     }
     return 1000.0 * median(ms);
   };
-  const double eager_us = time(front);
+  const double eager_us = median_us(front);
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   front();
   CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  const double graph_us = time([&] { CHECK_CUDA(cudaGraphLaunch(exec, stream)); });
+  const double graph_us = median_us([&] { CHECK_CUDA(cudaGraphLaunch(exec, stream)); });
   std::printf(
       "{\"peer\": \"npp_front\", \"input\": [%d, %d, %d], \"size\": [%d, %d], \"reps\": %d, "
       "\"eager_us\": %.2f, \"graph_us\": %.2f, \"device\": \"%s\", \"npp\": \"%d.%d.%d\"}\n",
