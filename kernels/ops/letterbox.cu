@@ -548,8 +548,8 @@ static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
   // (B - 1) W / rw + 1 pixels (floors), plus 12 bytes of word loads and 15 of rounding each side.
   const int64_t span = (int64_t(b - 1) * src.width + g.rw - 1) / g.rw + 2;
   const size_t smem = 2 * R * (size_t(span * c + 12 + 30 + 15) / 16 * 16);
-  const bool aligned = src.pitch % 16 == 0 && (reinterpret_cast<size_t>(src.data) & 15) == 0 &&
-                       src.pitch >= (size_t(src.width) * c + 12 + 15) / 16 * 16;
+  require_word_padding(a, "letterbox_v8_staged");  // a pitch of 16s past it covers the last word
+  const bool aligned = src.pitch % 16 == 0 && (reinterpret_cast<size_t>(src.data) & 15) == 0;
   if (smem > 48 * 1024 || !aligned) {
     ctx.runs_step("v6_reuse_by_scale", aligned ? "a tile's rows past 48 KB" : "unaligned rows");
     return launch_v6(ctx, a);
