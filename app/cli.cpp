@@ -46,6 +46,7 @@ constexpr const char* kFooter =
     "  kernel-lab run --graph --frames 100              the pipeline as one CUDA graph per frame\n"
     "  kernel-lab copy blur=v4_rows -o my_blur.cu        a built-in kernel to edit\n"
     "  kernel-lab asm branch=v1_divergent --diff         its PTX, precise vs fast, side by side\n"
+    "  kernel-lab explain blur=v1_naive_2d blur=v4_rows  why B is faster, from its counters\n"
     "  kernel-lab check --kernel-file my_blur.cu --replace blur\n"
     "                                                   your kernel against the CPU reference\n"
     "                                                   (after a trial run in a child process;\n"
@@ -273,6 +274,38 @@ int run_cli(int argc, char** argv) {
       ->transform(whole(true))
       ->check(CLI::Range(1, 1000000));
 
+  CommonOptions explain_c;
+  ExplainOptions explain_o;
+  auto* explain_cmd = app.add_subcommand(
+      "explain",
+      "Why is B faster (or slower) than A? Measures two configurations of one stage as bench "
+      "does, with hardware counters where CUPTI can read them, and ranks the changes that "
+      "account for the time: DRAM bytes, L2 hits, occupancy and its limiter, stall reasons, "
+      "instructions executed, the SASS instruction mix, registers, spills. --ladder explains "
+      "every consecutive step of a stage's ladder");
+  add_common(explain_cmd, explain_c);
+  explain_cmd->add_option("configs", explain_o.specs,
+                          "A then B: STAGE=VARIANT[/WxH][/precise|fast], e.g. blur=v1_naive_2d "
+                          "blur=v4_rows");
+  explain_cmd->add_option("--ladder", explain_o.ladder,
+                          "explain each consecutive step of these stages' ladders (repeatable; "
+                          "'all': every stage)");
+  explain_cmd->add_option("--warmup", explain_o.measure.warmup, "untimed runs first")
+      ->capture_default_str()
+      ->transform(whole(true))
+      ->check(CLI::Range(0, 100000));
+  explain_cmd->add_option("--reps", explain_o.measure.reps, "timed runs")
+      ->capture_default_str()
+      ->transform(whole(true))
+      ->check(CLI::Range(1, 100000));
+  explain_cmd->add_flag("!--no-counters", explain_o.counters,
+                        "time, bytes and static facts only (no CUPTI replay)");
+  explain_cmd->add_flag("!--no-sass", explain_o.sass,
+                        "without the SASS instruction mix (which runs cuobjdump on this binary)");
+  explain_cmd->add_flag("--json", explain_o.json,
+                        "JSON: both sides' facts, the verdict and every ranked change");
+  explain_cmd->add_option("--out,-o", explain_o.out, "write the result to this file");
+
   CopyOptions copy_o;
   auto* copy = app.add_subcommand(
       "copy",
@@ -384,8 +417,9 @@ int run_cli(int argc, char** argv) {
           [](std::string& v) { return v.empty() ? std::string("a stage name") : std::string(); },
           "STAGE"));
   gui->add_option("--ladder-view", gui_o.ladder_view,
-                  "the Ladder panel's view: chart, roofline or table")
-      ->check(CLI::IsMember({"chart", "roofline", "table"}))
+                  "the Ladder panel's view: chart, roofline, table or why (each step explained "
+                  "against the one before)")
+      ->check(CLI::IsMember({"chart", "roofline", "table", "why"}))
       ->capture_default_str();
   gui->add_option("--ladder-export", gui_o.ladder_export,
                   "with --ladder: once it is done, write BASE.csv, BASE.json and the chart shown "
@@ -420,11 +454,12 @@ int run_cli(int argc, char** argv) {
   try {
     // What this run reads may not be what it writes (output_file.h); an output the lab will not
     // write is refused now, before any work.
-    for (const CommonOptions* c : {&check_c, &bench_c, &run_c})
+    for (const CommonOptions* c : {&check_c, &bench_c, &run_c, &explain_c})
       for (const std::string& in : {c->input, c->preset, c->kernel_file}) note_input(in);
     note_input(asm_o.kernel_file);
     if (*bench && !bench_o.out.empty()) check_output_path(bench_o.out);
     if (*copy && !copy_o.out.empty()) check_output_path(copy_o.out);
+    if (*explain_cmd && !explain_o.out.empty()) check_output_path(explain_o.out);
     if (*list) return finish(cmd_list(list_o));
     if (*check) return finish(cmd_check(check_c, check_o));
     if (*bench) {
@@ -435,6 +470,11 @@ int run_cli(int argc, char** argv) {
     }
     if (*run) return finish(cmd_run(run_c, run_o));
     if (*copy) return finish(cmd_copy(copy_o));
+    if (*explain_cmd) {
+      if (explain_cmd->get_option("--input")->count() == 0) explain_c.input = default_bench_input();
+      note_input(explain_c.input);
+      return finish(cmd_explain(explain_c, explain_o));
+    }
     if (*asm_cmd) return finish(cmd_asm(asm_o));
 #if defined(LAB_WITH_GUI)
     if (*gui || app.get_subcommands().empty()) {

@@ -14,11 +14,13 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "bench_report.h"
+#include "explain.h"
 #include "capture.h"
 #include "frame_source.h"
 #include "keypoint_slots.h"
@@ -30,6 +32,7 @@
 #include "measure.h"
 #include "paths.h"
 #include "presets.h"
+#include "printable.h"
 #include "stats.h"
 #include "trial.h"
 
@@ -236,6 +239,152 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
                                                   std::chrono::steady_clock::now() - t0)
                                                   .count())
             << " ms\n";
+}
+
+// ---- explain ---------------------------------------------------------------------------------
+
+namespace {
+
+// STAGE=VARIANT[/WxH][/precise|fast], read before anything runs; throws Error(Usage).
+struct ExplainSpec {
+  const Op* op = nullptr;
+  size_t variant = 0;
+  std::optional<Block> block;
+  std::optional<MathMode> math;
+};
+
+ExplainSpec parse_explain_spec(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos)
+    throw Error(ErrorKind::Usage,
+                "explain " + printable(spec) + ": expected STAGE=VARIANT, e.g. blur=v4_rows");
+  ExplainSpec e;
+  e.op = &find_op(spec.substr(0, eq));
+  std::vector<std::string> parts;
+  std::stringstream rest(spec.substr(eq + 1));
+  for (std::string p; std::getline(rest, p, '/');) parts.push_back(p);
+  const int v = parts.empty() ? -1 : e.op->find_variant(parts[0]);
+  if (v < 0) {
+    std::string names;
+    for (const VariantDef& vd : e.op->def.variants) names += (names.empty() ? "" : ", ") + vd.name;
+    throw Error(ErrorKind::Usage, "explain " + printable(spec) + ": no such variant of " +
+                                      e.op->def.name + " (" + names + ")");
+  }
+  e.variant = size_t(v);
+  for (size_t k = 1; k < parts.size(); ++k) {
+    if (parts[k] == "precise" || parts[k] == "fast")
+      e.math = parts[k] == "fast" ? MathMode::Fast : MathMode::Precise;
+    else if (const auto b = parse_wxh(parts[k]))
+      e.block = *b;
+    else
+      throw Error(ErrorKind::Usage, "explain " + printable(spec) + ": '" + printable(parts[k]) +
+                                        "' is neither a block WxH nor precise or fast");
+  }
+  const VariantDef& vd = e.op->def.variants[e.variant];
+  const std::string why = block_refusal(vd, e.block.value_or(vd.default_block), nullptr);
+  if (!why.empty()) throw Error(ErrorKind::Usage, "explain " + printable(spec) + ": " + why);
+  return e;
+}
+
+// Stage i as configured, with the spec's variant, block (else the variant's default) and math.
+ResolvedStage explain_config(const Runner& r, size_t i, const ExplainSpec& e) {
+  ResolvedStage cfg = r.stages()[i];
+  cfg.variant = e.variant;
+  cfg.block = e.block.value_or(cfg.variant_def().default_block);
+  if (e.math) cfg.math = *e.math;
+  const DeviceInfo& d = device_info();
+  const std::string why = block_refusal(cfg.variant_def(), cfg.block, d.present ? &d : nullptr);
+  if (!why.empty()) throw Error(ErrorKind::Refused, cfg.label() + ": " + why);
+  return cfg;
+}
+
+size_t stage_index(const Runner& r, const std::string& name) {
+  for (size_t i = 0; i < r.stages().size(); ++i)
+    if (r.stages()[i].op->def.name == name) return i;
+  throw Error(ErrorKind::Usage, "explain: " + printable(name) + " is not a stage of this pipeline");
+}
+
+}  // namespace
+
+int cmd_explain(const CommonOptions& common, const ExplainOptions& o) {
+  if (o.specs.empty() == o.ladder.empty())
+    throw Error(ErrorKind::Usage,
+                "explain: give two configurations (STAGE=VARIANT STAGE=VARIANT) or --ladder");
+  std::string stage;
+  std::vector<ExplainSpec> specs;
+  if (!o.specs.empty()) {
+    if (o.specs.size() != 2)
+      throw Error(ErrorKind::Usage, "explain: two configurations, A then B, of one stage");
+    for (const std::string& spec : o.specs) specs.push_back(parse_explain_spec(spec));
+    if (specs[0].op != specs[1].op)
+      throw Error(ErrorKind::Usage, "explain: A and B must be configurations of one stage");
+    stage = specs[0].op->def.name;
+  }
+  std::vector<std::string> only = o.ladder;
+  if (!stage.empty()) only = {stage};
+  if (only.size() == 1 && only[0] == "all") only.clear();
+  const CommonOptions c = with_stages(common, only);
+  check_stage_names(only, c);
+  auto s = open_session(c);
+  Runner& r = s->runner;
+  if (r.backend() == Backend::Cpu)
+    throw Error(
+        ErrorKind::Unavailable,
+        "explain compares GPU kernels: no CUDA device in use (" +
+            (device_info().present ? std::string("--device cpu") : device_info().why_absent) + ")");
+  std::unique_ptr<CounterCollector> counters;
+  std::string no_counters = "counters were not asked for (--no-counters)";
+  if (o.counters) {
+    counters = std::make_unique<CounterCollector>();
+    no_counters = counters->unavailable();
+    if (!no_counters.empty()) counters.reset();
+  }
+  auto facts = [&](const LadderStep& step) {
+    StepFacts f = step_facts(step, o.sass);
+    if (!f.counted && !counters) f.counters_why = no_counters;
+    return f;
+  };
+  r.run();
+  std::vector<Explanation> out;
+  std::vector<std::string> stage_of;
+  CopyCeiling copy;
+  if (!stage.empty()) {
+    const size_t i = stage_index(r, stage);
+    fill_fused_slots(r, i);
+    const ResolvedStage a = explain_config(r, i, specs[0]), b = explain_config(r, i, specs[1]);
+    const LadderStep sa = measure_step(r, i, a, o.measure, counters.get(), copy);
+    const LadderStep sb = measure_step(r, i, b, o.measure, counters.get(), copy);
+    out.push_back(explain(facts(sa), facts(sb)));
+    stage_of.push_back(stage);
+  } else {
+    for (size_t i = 0; i < r.stages().size(); ++i) {
+      const std::string& name = r.stages()[i].op->def.name;
+      if (!selected(only, name)) continue;
+      fill_fused_slots(r, i);
+      const Ladder l = run_ladder(r, i, LadderSpec{}, o.measure, counters.get());
+      for (const std::string& n : l.notes) std::cerr << "explain: " << name << ": " << n << "\n";
+      for (size_t k = 1; k < l.steps.size(); ++k) {
+        out.push_back(explain(facts(l.steps[k - 1]), facts(l.steps[k])));
+        stage_of.push_back(name);
+      }
+    }
+  }
+  std::ostringstream text;
+  if (o.json) {
+    text << explanation_json(out);
+  } else {
+    text << device_line(r.backend()) << "\ninput: " << s->describe() << "; median of "
+         << o.measure.reps << " timed runs after " << o.measure.warmup
+         << " warm-up, L2-warm; counters DRAM-cold"
+         << (counters ? "" : " (none here: " + no_counters + ")") << "\n";
+    for (size_t k = 0; k < out.size(); ++k)
+      text << "\n== " << stage_of[k] << "\n" << explanation_text(out[k]);
+  }
+  if (o.out.empty())
+    std::cout << text.str();
+  else
+    write_output_file(o.out, text.str());
+  return 0;
 }
 
 int cmd_copy(const CopyOptions& o) {

@@ -62,6 +62,18 @@ struct BenchOptions {
   std::string out;  // write the table/CSV/JSON here instead of stdout
 };
 
+// explain: why one configuration of a stage is faster than another (explain.h).
+struct ExplainOptions {
+  std::vector<std::string> specs;  // two: STAGE=VARIANT[/WxH][/precise|fast]
+  std::vector<std::string>
+      ladder;  // or stages whose consecutive steps to explain ("all": every one)
+  MeasureOptions measure;
+  bool counters = true;  // where CUPTI can: else a note, and time, bytes and static facts only
+  bool sass = true;      // the static instruction mix (cuobjdump)
+  bool json = false;
+  std::string out;
+};
+
 struct CopyOptions {
   std::string spec;   // STAGE=VARIANT
   std::string block;  // WxH; empty: the variant's default
@@ -105,6 +117,7 @@ int cmd_check(const CommonOptions& c, const CheckOptions& o);
 int cmd_bench(const CommonOptions& c, const BenchOptions& o);
 int cmd_run(const CommonOptions& c, const RunOptions& o);
 int cmd_copy(const CopyOptions& o);
+int cmd_explain(const CommonOptions& c, const ExplainOptions& o);
 int cmd_asm(const AsmOptions& o);
 
 // --kernel-file / --replace: compiles the file (NVRTC) and, with a GPU, runs it once in a trial

@@ -77,6 +77,15 @@ TEST_SUITE("cpu") {
         {"check --size 10", "WxH"},
         {"check --device gpu", "gpu"},
         {"check --input synthetic:0x5", "synthetic"},
+        {"explain blur=v1_naive_2d", "two configurations, A then B"},
+        {"explain", "two configurations (STAGE=VARIANT STAGE=VARIANT) or --ladder"},
+        {"explain blur=v1_naive_2d blur=v4_rows --ladder blur", "or --ladder"},
+        {"explain blur blur=v4_rows", "expected STAGE=VARIANT"},
+        {"explain blur=v1_naive_2d blur=v9", "no such variant of blur"},
+        {"explain blur=v1_naive_2d sobel=v1_unfused", "one stage"},
+        {"explain blur=v1_naive_2d blur=v4_rows/7x5", "allowed"},
+        {"explain blur=v1_naive_2d blur=v4_rows/turbo", "neither a block WxH nor precise or fast"},
+        {"explain --ladder nope", "unknown stage 'nope'"},
     };
     for (const Case& c : cases) {
       const Result r =
@@ -330,5 +339,8 @@ TEST_SUITE("cpu") {
   TEST_CASE("cli: bench needs a GPU and says so" * doctest::skip(lab::device_info().present)) {
     const Result r = lab_cli("bench --input synthetic:64x64 --reps 1");
     CHECK(r.code == 69);
+    const Result e = lab_cli("explain --input synthetic:64x64 blur=v1_naive_2d blur=v4_rows");
+    CHECK(e.code == 69);
+    CHECK(has(e, "explain compares GPU kernels"));
   }
 }

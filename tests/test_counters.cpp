@@ -95,7 +95,8 @@ bool has_text(const std::string& s, const std::string& part) {
 TEST_SUITE("cpu") {
   TEST_CASE("counters: the metric list, stall reasons and their words") {
     const std::vector<std::string>& m = counter_metrics();
-    CHECK(m.size() == 13 + stall_reasons().size());  // 7 figures, 6 FLOP counts, the stalls
+    CHECK(m.size() ==
+          14 + stall_reasons().size());  // 7 figures, 6 FLOP counts, instructions, stalls
     CHECK(m[0] == "sm__warps_active.avg.pct_of_peak_sustained_active");
     CHECK(m[6] == "gpu__time_duration.sum");
     CHECK(m[9] == "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum");
@@ -177,6 +178,7 @@ TEST_SUITE("cpu") {
     a[metric_index("smsp__sass_thread_inst_executed_op_dadd_pred_on.sum")] = 1;
     a[metric_index("smsp__sass_thread_inst_executed_op_dmul_pred_on.sum")] = 2;
     a[metric_index("smsp__sass_thread_inst_executed_op_dfma_pred_on.sum")] = 3;
+    a[metric_index("smsp__inst_executed.sum")] = 4096;
     a[stall_index("selected")] = 9;  // the largest, but not a stall
     a[stall_index("long_scoreboard")] = 5;
     a[stall_index("wait")] = 7;
@@ -225,6 +227,9 @@ TEST_SUITE("cpu") {
     CHECK(b.top_stalls[1].metric == "long_scoreboard");
     CHECK(b.top_stalls[1].words == stall_words("long_scoreboard"));
     CHECK(b.top_stalls[2].metric == "barrier");
+    CHECK(b.inst_executed == 4096);
+    REQUIRE(b.stalls.size() == 4);  // every stall above 0, "selected" and NaN left out
+    CHECK(b.stalls[3].metric == "misc");
 
     const CounterValues& s = r.ranges[1];
     CHECK(s.range == "sobel");

@@ -213,6 +213,7 @@ TEST_SUITE("cpu") {
       ++steps;
     CHECK(steps == 8);
     CHECK(has(r, "gui: ladder step cublas"));
+    CHECK(has(r, "gui: ladder why: explanations compare GPU kernels (none on the CPU)"));
     // The exports: the table twice and the roofline as drawn.
     std::ifstream csv(base + ".csv"), json(base + ".json");
     std::string line;
@@ -230,6 +231,13 @@ TEST_SUITE("cpu") {
     CHECK(wrong.code == 0);
     CHECK(has(wrong, "gui: ladder: not run"));
     CHECK(lab_cli("gui --headless --ladder-view bars").code == 64);
+    // The "why" tab on the CPU: drawn, and it says why it has nothing to show.
+    const Result why = lab_cli(
+        "gui --headless --frames 8 --device cpu --lab branch --size 4099 --ladder branch "
+        "--ladder-view why");
+    INFO(why.out);
+    CHECK(why.code == 0);
+    CHECK(has(why, "gui: ladder branch:"));
   }
   TEST_CASE("A/B: two variants on the same input, each against its reference, B against A") {
     Runner r(Backend::Cpu);

@@ -17,6 +17,7 @@
 #include "capture.h"
 #include "colormap.h"
 #include "diff.h"
+#include "explain.h"
 #include "frame_budget.h"
 #include "gui.h"
 #include "interop.h"
@@ -121,11 +122,13 @@ struct FrameResult {
   std::vector<SweepPoint> sweep;
   bool compared = false;
   std::vector<StageDiff> diff;
-  std::optional<ResolvedStage> pinned;  // the configuration "pin A" asked for
-  std::shared_ptr<const AbCompare> ab;  // an A/B compare's result ...
-  std::string ab_error;                 // ... or why there is none
-  bool ladder_ran = false;              // a ladder was asked for: its result, or why there is none
+  std::optional<ResolvedStage> pinned;        // the configuration "pin A" asked for
+  std::shared_ptr<const AbCompare> ab;        // an A/B compare's result ...
+  std::shared_ptr<const Explanation> ab_why;  // ... why B is faster or slower ...
+  std::string ab_error;                       // ... or why there is none
+  bool ladder_ran = false;  // a ladder was asked for: its result, or why there is none
   std::shared_ptr<const Ladder> ladder;
+  std::shared_ptr<const std::vector<Explanation>> ladder_why;  // step k against step k - 1
   RoofCeilings ceilings;  // measured after it (GPU); empty on the CPU
   std::string ladder_error;
   std::string error;
@@ -171,10 +174,12 @@ struct LadderUi {
   bool running = false;
   std::shared_ptr<JobProgress> progress = std::make_shared<JobProgress>();
   std::shared_ptr<const Ladder> result;
+  std::shared_ptr<const std::vector<Explanation>> why;  // step k + 1 against step k
+  int why_step = 0;                                     // which of them the "why" tab shows
   RoofCeilings ceilings;
   std::string error;
   int bars = 0;                // the bar chart shows 0: median time, 1: percent of the ceiling
-  int select_view = -1;        // a tab to bring to front once (0 chart, 1 roofline, 2 table)
+  int select_view = -1;        // a tab to bring to front once (0 chart, 1 roofline, 2 table, 3 why)
   bool orin_roof = true;       // the roofline also shows Orin's (estimated) roofs
   char export_base[256] = {};  // where the exports go: <base>.csv, .json, .png
   std::string note;            // the last export's result
@@ -191,6 +196,7 @@ struct AbUi {
   std::shared_ptr<JobProgress> progress = std::make_shared<JobProgress>();
   std::optional<ResolvedStage> a;  // pinned
   std::shared_ptr<const AbCompare> result;
+  std::shared_ptr<const Explanation> why;  // explain(A, B) of the result
   std::string error;
   int output = 0;             // which output the heat map shows
   unsigned heat_texture = 0;  // |B - A| through the colormap (RGBA8)

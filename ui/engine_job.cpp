@@ -75,12 +75,15 @@ void engine_frame(GuiApp& app, bool wait) {
     if (app.ui.ab.running) {
       app.ui.ab.running = false;
       app.ui.ab.error = r.ab || !r.ab_error.empty() ? r.ab_error : r.error;
-      if (r.ab) app.ui.ab.result = r.ab, app.ui.ab.heat_of = nullptr;
+      if (r.ab) app.ui.ab.result = r.ab, app.ui.ab.why = r.ab_why, app.ui.ab.heat_of = nullptr;
     }
     if (app.ui.ladder.running) {  // a job with a ladder ended: its result, or why none
       app.ui.ladder.running = false;
       app.ui.ladder.error = r.ladder_error.empty() && !r.ladder_ran ? r.error : r.ladder_error;
-      if (r.ladder) app.ui.ladder.result = r.ladder, app.ui.ladder.ceilings = r.ceilings;
+      if (r.ladder) {
+        app.ui.ladder.result = r.ladder, app.ui.ladder.ceilings = r.ceilings;
+        app.ui.ladder.why = r.ladder_why, app.ui.ladder.why_step = 0;
+      }
     }
     if (!r.error.empty()) app.ui.message = r.error;
     if (r.gpu_lost) {
@@ -408,6 +411,11 @@ FrameResult run_job(Runner& r, JobInput in) {
         out.ab = std::make_shared<AbCompare>(compare_ab(r, in.ab->stage, in.ab->a,
                                                         r.stages()[in.ab->stage], in.measure,
                                                         in.ab->counters, tick));
+        // explain's words (its SASS mix reads this executable once per kernel, then caches);
+        // the CPU references have nothing to explain.
+        if (r.backend() == Backend::Cuda)
+          out.ab_why = std::make_shared<Explanation>(
+              explain(step_facts(out.ab->a.step, true), step_facts(out.ab->b.step, true)));
       } catch (const CudaError&) {
         throw;
       } catch (const Error& e) {
@@ -427,6 +435,13 @@ FrameResult run_job(Runner& r, JobInput in) {
                                                      in.measure, in.ladder->counters, progress));
         // The roofline's compute ceiling, in the same run (tens of milliseconds).
         if (r.backend() == Backend::Cuda) out.ceilings = measured_ceilings(l->copy_gbs);
+        if (r.backend() == Backend::Cuda) {  // each step against the one before
+          auto why = std::make_shared<std::vector<Explanation>>();
+          for (size_t k = 1; k < l->steps.size(); ++k)
+            why->push_back(
+                explain(step_facts(l->steps[k - 1], true), step_facts(l->steps[k], true)));
+          out.ladder_why = std::move(why);
+        }
         out.ladder = std::move(l);
       } catch (const CudaError&) {
         throw;  // sticky or not, the frame's own handler decides

@@ -56,7 +56,7 @@ struct GuiOptions {
   int live_recompile = 0;        // press "compile and run" again every N frames (the trial warm)
   // Run the ladder of this stage once the first frame has run (as the Ladder panel's button
   // does; with `counters`, collecting them), its panel in front on `ladder_view` (chart,
-  // roofline, table); a scripted run waits for it and prints its steps.
+  // roofline, table, why); a scripted run waits for it and prints its steps.
   std::string ladder_stage;
   std::string ladder_view = "chart";
   std::string ladder_export;  // when the ladder is done: <base>.csv, .json and the chart .png

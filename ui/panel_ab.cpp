@@ -135,6 +135,11 @@ void draw_ab_panel(GuiApp& app) {
     reference_row("vs reference", c.a.vs_reference, c.b.vs_reference);
     ImGui::EndTable();
   }
+  if (ab.why && ImGui::CollapsingHeader("why", ImGuiTreeNodeFlags_DefaultOpen)) {
+    ImGui::TextWrapped("%s", explanation_text(*ab.why).c_str());
+    tip("explain(A, B): the time ratio, then the measured changes that account for it, ranked "
+        "(kernel-lab explain prints the same)");
+  }
   const DiffStats& d = c.a_vs_b;
   ImGui::TextWrapped(
       "B against A: max |B - A| %.3g, mean %.3g, %zu of %zu values over the looser "

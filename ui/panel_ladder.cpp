@@ -107,6 +107,29 @@ void steps_table(const Ladder& l) {
   ImGui::EndTable();
 }
 
+// Why each step is faster (or not) than the one before: explain()'s words, as `explain --ladder`
+// prints them.
+void why_view(LadderUi& ui) {
+  if (!ui.why || ui.why->empty()) {
+    ImGui::TextWrapped(ui.why ? "One step: nothing to compare."
+                              : "Explanations compare GPU kernels: run the ladder on a GPU.");
+    return;
+  }
+  const std::vector<Explanation>& why = *ui.why;
+  ui.why_step = std::clamp(ui.why_step, 0, int(why.size()) - 1);
+  std::string items;
+  for (const Explanation& e : why)
+    items += e.a.name + "  ->  " + e.b.name + " (" + verdict_name(e.verdict) + ")" + '\0';
+  ImGui::SetNextItemWidth(-1);
+  ImGui::Combo("##why step", &ui.why_step, items.c_str());
+  tip("a step against the one before it: the time ratio, then the measured changes that account "
+      "for it, ranked (counters when the ladder collected them; else time, bytes and the static "
+      "facts: registers, shared memory, spills, the SASS instruction mix)");
+  ImGui::BeginChild("why text", ImVec2(0, 0), true);
+  ImGui::TextWrapped("%s", explanation_text(why[size_t(ui.why_step)]).c_str());
+  ImGui::EndChild();
+}
+
 ImU32 step_colour(const Ladder& l, const LadderStep& s) {
   if (s.cfg.variant_def().name == l.ceiling_variant) return IM_COL32(150, 150, 160, 255);
   return s.cfg.math == MathMode::Fast ? IM_COL32(230, 150, 60, 255) : IM_COL32(80, 160, 230, 255);
@@ -417,6 +440,10 @@ void draw_ladder_panel(GuiApp& app) {
     }
     if (ImGui::BeginTabItem("table", nullptr, flags(2))) {
       steps_table(l);
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("why", nullptr, flags(3))) {
+      why_view(ui);
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();

@@ -49,6 +49,7 @@ void GuiScript::before_frame(GuiApp& app, int frame) {
       app.ui.ladder.requested = true;
       app.ui.ladder.select_view = opt.ladder_view == "roofline" ? 1
                                   : opt.ladder_view == "table"  ? 2
+                                  : opt.ladder_view == "why"    ? 3
                                                                 : 0;
     }
   }
@@ -205,6 +206,14 @@ void GuiScript::report(GuiApp& app, uint64_t ui_frames, uint64_t input_frames) c
       for (const LadderStep& st : L.result->steps)
         std::printf("gui: ladder step %s median %.2f us, %.1f %% of ceiling\n",
                     step_text(st.cfg).c_str(), st.median_us(), L.result->pct_of_ceiling(st));
+      if (L.why)  // each step against the one before: its verdict and its top reason
+        for (const Explanation& e : *L.why) {
+          const ExplainChange* top = e.top();
+          std::printf("gui: ladder why %s -> %s: %s; %s\n", e.a.name.c_str(), e.b.name.c_str(),
+                      e.headline.c_str(), top ? top->sentence.c_str() : "no measured reason");
+        }
+      else
+        std::printf("gui: ladder why: explanations compare GPU kernels (none on the CPU)\n");
       if (!app.opt.ladder_export.empty()) std::printf("gui: ladder export: %s\n", L.note.c_str());
       if (L.ceilings.gflops > 0)
         std::printf("gui: roofline ceilings: %s; %s\n", L.ceilings.gbs_what.c_str(),
@@ -228,6 +237,11 @@ void GuiScript::report(GuiApp& app, uint64_t ui_frames, uint64_t input_frames) c
           c.b.step.median_us() / c.a.step.median_us(), c.a_vs_b.max_abs, c.a_vs_b.mean_abs,
           c.a_vs_b.over, c.a_vs_b.count, c.a.vs_reference.pass() ? "within" : "OVER",
           c.b.vs_reference.pass() ? "within" : "OVER");
+      if (ab.why) {
+        const ExplainChange* top = ab.why->top();
+        std::printf("gui: A/B why: %s; %s\n", ab.why->headline.c_str(),
+                    top ? top->sentence.c_str() : "no measured reason");
+      }
     } else {
       std::printf("gui: A/B: %s\n", !ab.error.empty() ? ab.error.c_str()
                                     : ab.running      ? "still running at the last frame"

@@ -27,6 +27,7 @@ enum Metric {
   kDadd,
   kDmul,
   kDfma,
+  kInstExecuted,
   kFirstStall
 };
 
@@ -43,13 +44,14 @@ std::string stall_metric(const std::string& reason) {
 CounterValues sum_counters(const std::vector<CounterValues>& ranges,
                            const std::function<bool(size_t)>& pick) {
   CounterValues s;
-  s.dram_read_bytes = s.dram_write_bytes = s.fp32_flops = s.fp64_flops = 0;
+  s.dram_read_bytes = s.dram_write_bytes = s.fp32_flops = s.fp64_flops = s.inst_executed = 0;
   for (size_t i = 0; i < ranges.size(); ++i) {
     if (pick && !pick(i)) continue;
     s.dram_read_bytes += ranges[i].dram_read_bytes;
     s.dram_write_bytes += ranges[i].dram_write_bytes;
     s.fp32_flops += ranges[i].fp32_flops;
     s.fp64_flops += ranges[i].fp64_flops;
+    s.inst_executed += ranges[i].inst_executed;
   }
   return s;
 }
@@ -72,6 +74,8 @@ const std::vector<std::string>& counter_metrics() {
         "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
         "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
         "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
+        // Warp instructions executed: what the issue slots of an SM-bound kernel spend.
+        "smsp__inst_executed.sum",
     };
     for (const std::string& r : stall_reasons()) m.push_back(stall_metric(r));
     return m;
@@ -211,17 +215,18 @@ CounterReport CounterCollector::collect(const std::function<void(RangeSink& rang
     c.duration_ns = at(kDuration);
     c.fp32_flops = at(kFadd) + at(kFmul) + 2 * at(kFfma);  // an FMA is two operations
     c.fp64_flops = at(kDadd) + at(kDmul) + 2 * at(kDfma);
+    c.inst_executed = at(kInstExecuted);
     const std::vector<std::string>& reasons = stall_reasons();
     for (size_t s = 0; s < reasons.size(); ++s) {
       const double x = at(kFirstStall + s);
       // "selected" is the issuing warp, not a stall; a zero says nothing either.
       if (reasons[s] != "selected" && std::isfinite(x) && x > 0)
-        c.top_stalls.push_back({reasons[s], stall_words(reasons[s]), x});
+        c.stalls.push_back({reasons[s], stall_words(reasons[s]), x});
     }
     std::stable_sort(
-        c.top_stalls.begin(), c.top_stalls.end(),
+        c.stalls.begin(), c.stalls.end(),
         [](const StallReason& a, const StallReason& b) { return a.per_issue > b.per_issue; });
-    if (c.top_stalls.size() > 3) c.top_stalls.resize(3);
+    c.top_stalls.assign(c.stalls.begin(), c.stalls.begin() + std::min<size_t>(3, c.stalls.size()));
     report.ranges.push_back(std::move(c));
   }
   return finish("");

@@ -48,6 +48,8 @@ struct CounterValues {
   // smsp__sass_thread_inst_executed_op_*_pred_on.sum; NaN where a metric is missing.
   double fp32_flops = NAN;
   double fp64_flops = NAN;
+  double inst_executed = NAN;  // warp instructions issued and executed (smsp__inst_executed.sum)
+  std::vector<StallReason> stalls;      // every reason measured above 0, largest first
   std::vector<StallReason> top_stalls;  // the three largest, largest first
 };
 
@@ -60,7 +62,8 @@ struct CounterReport {
 };
 
 // Launches' counters added up (a stage's traffic and work): DRAM bytes read and written, FP32 and
-// FP64 operations, over the ranges `pick` chooses (all without one); NaN where one is missing.
+// FP64 operations, instructions executed, over the ranges `pick` chooses (all without one); NaN
+// where one is missing.
 CounterValues sum_counters(const std::vector<CounterValues>& ranges,
                            const std::function<bool(size_t)>& pick = {});
 

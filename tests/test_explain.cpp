@@ -1,0 +1,236 @@
+// "Why is this step faster?": the rules on facts built here, one per honest case and per family
+// of rules.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "check.h"
+#include "explain.h"
+
+using namespace lab;
+
+namespace {
+
+// A memory-bound naive step: 27.4 MB read from DRAM, long-scoreboard stalls.
+StepFacts naive() {
+  StepFacts f;
+  f.name = "v1_naive 32x8 precise";
+  f.us = 41.2, f.noise = 0.003;
+  f.model_bytes = 7.5e6;
+  f.launches = 1;
+  f.counted = true;
+  f.dram_read = 27.4e6, f.dram_write = 3.8e6, f.l2_hit_pct = 40;
+  f.achieved_occ = 0.80, f.theoretical_occ = 1.0, f.limiter = "warps";
+  f.sm_pct = 20, f.mem_pct = 84;
+  f.inst_executed = 2.0e6;
+  f.stalls = {{"long_scoreboard", 4.1}, {"lg_throttle", 1.0}};
+  f.regs = 32, f.smem = 0, f.local_bytes = 0;
+  f.mix.fill(0);
+  f.mix[size_t(MixClass::LdGlobal)] = 24;
+  f.mix[size_t(MixClass::Fp32)] = 30;
+  return f;
+}
+
+// The tiled step: each input pixel read once from DRAM, its reuse from shared memory.
+StepFacts tiled() {
+  StepFacts f = naive();
+  f.name = "v2_tile 32x8 precise";
+  f.delta = "a shared-memory tile: each input pixel read once, reused 9 times";
+  f.us = 13.3;
+  f.dram_read = 8.8e6, f.l2_hit_pct = 45;
+  f.sm_pct = 30, f.mem_pct = 35;
+  f.inst_executed = 1.6e6;
+  f.stalls = {{"long_scoreboard", 0.9}, {"barrier", 0.6}};
+  f.smem = 1600;
+  f.mix[size_t(MixClass::LdGlobal)] = 4;
+  f.mix[size_t(MixClass::LdShared)] = 18;
+  return f;
+}
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+const ExplainChange* find_change(const Explanation& e, const std::string& rule) {
+  for (const ExplainChange& c : e.changes)
+    if (c.rule == rule) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("explain: the rules table names each quantity once, with a direction and words") {
+    std::set<std::string> ids;
+    for (const ExplainRule& r : explain_rules()) {
+      INFO(r.id);
+      CHECK(ids.insert(r.id).second);
+      CHECK(!r.quantity.empty());
+      CHECK(!r.why.empty());
+      CHECK(r.min_rel > 0);
+      CHECK(r.weight > 0);
+      CHECK(r.faster >= -1);
+      CHECK(r.faster <= 1);
+      CHECK(r.get);
+      CHECK(r.show);
+    }
+    for (const char* id :
+         {"dram_read", "dram_write", "l2_miss", "inst_executed", "achieved_occ", "theoretical_occ",
+          "local_bytes", "stall:long_scoreboard", "mix:ld global"})
+      CHECK_MESSAGE(ids.count(id), id);
+  }
+
+  TEST_CASE("explain: a tiled step is faster because DRAM reads fell; words joined to its delta") {
+    const Explanation e = explain(naive(), tiled());
+    CHECK(e.verdict == Verdict::Faster);
+    CHECK(e.ratio == doctest::Approx(41.2 / 13.3));
+    CHECK(has(e.headline, "3.10x faster"));
+    const ExplainChange* top = e.top();
+    REQUIRE(top);
+    // A was memory bound: memory rules weigh 1.5x, so the DRAM reads lead the long-scoreboard
+    // stalls, which fell further (4.6x against 3.1x).
+    CHECK(top->rule == "dram_read");
+    CHECK(top->measured);
+    CHECK(has(top->sentence, "DRAM reads fell 3.1x, from 27.4 MB to 8.8 MB"));
+    const ExplainChange* stall = find_change(e, "stall:long_scoreboard");
+    REQUIRE(stall);
+    CHECK(stall->explains);
+    CHECK(has(stall->sentence,
+              "long scoreboard stalls (waiting on global or local memory) per instruction fell "
+              "4.6x, from 4.10 to 0.90"));
+    CHECK(stall->score > find_change(e, "stall:lg_throttle")->score);
+    const ExplainChange* ldg = find_change(e, "mix:ld global");
+    REQUIRE(ldg);
+    CHECK(ldg->explains);
+    // Shared loads rose: they cost issue slots, so they moved against the time.
+    const ExplainChange* lds = find_change(e, "mix:ld shared");
+    REQUIRE(lds);
+    CHECK_FALSE(lds->explains);
+    // Shared memory per block is context: it never explains on its own.
+    const ExplainChange* smem = find_change(e, "smem");
+    REQUIRE(smem);
+    CHECK_FALSE(smem->explains);
+    // Unchanged quantities are not listed; the DRAM writes did not move.
+    CHECK_FALSE(find_change(e, "dram_write"));
+    CHECK(has(e.regime, "the limiter moved from memory bandwidth"));
+    CHECK(has(e.regime, "to latency"));
+    const std::string text = explanation_text(e);
+    CHECK(has(text, "B's step: a shared-memory tile"));
+    CHECK(has(text, "Why, ranked:\n  1. DRAM reads fell"));
+    CHECK(e.notes.empty());
+  }
+
+  TEST_CASE("explain: a step that is slower here says so, and why: registers cut occupancy") {
+    StepFacts a = tiled(), b = tiled();
+    a.theoretical_occ = 0.5, a.achieved_occ = 0.45, a.regs = 40, a.limiter = "registers";
+    b.name = "v3_unrolled 32x8 precise";
+    b.us = 18.0, b.regs = 72, b.theoretical_occ = 0.25, b.achieved_occ = 0.22;
+    b.limiter = "registers";
+    const Explanation e = explain(a, b);
+    CHECK(e.verdict == Verdict::Slower);
+    CHECK(has(e.headline, "this step is slower here"));
+    const ExplainChange* top = e.top();
+    REQUIRE(top);
+    CHECK((top->rule == "achieved_occ" || top->rule == "theoretical_occ"));
+    const ExplainChange* t = find_change(e, "theoretical_occ");
+    REQUIRE(t);
+    CHECK(t->explains);  // it fell, and B is the slower: it explains the slowdown
+    CHECK(has(t->sentence, "theoretical occupancy fell from 50 % to 25 % (limited by registers)"));
+    CHECK(has(t->sentence, "registers per thread 40 -> 72"));
+  }
+
+  TEST_CASE("explain: a difference within the noise is called that, and nothing explains it") {
+    StepFacts a = tiled(), b = tiled();
+    a.noise = 0.004, b.noise = 0.005;
+    b.us = a.us * 1.008;
+    b.dram_read = a.dram_read * 0.7;  // moved, but the time did not
+    const Explanation e = explain(a, b);
+    CHECK(e.verdict == Verdict::Noise);
+    CHECK(has(e.headline, "within the noise of the two measurements"));
+    CHECK_FALSE(e.top());
+    REQUIRE(find_change(e, "dram_read"));
+    CHECK(has(explanation_text(e), "Moved all the same:"));
+    // Past twice the combined noise (1.3 %), it is a difference.
+    b.us = a.us * 1.05;
+    CHECK(explain(a, b).verdict == Verdict::Slower);
+  }
+
+  TEST_CASE("explain: without counters, time, bytes and static facts only, and a note says so") {
+    StepFacts a = naive(), b = tiled();
+    for (StepFacts* f : {&a, &b}) {
+      f->counted = false;
+      f->counters_why = "counters unavailable: no permission";
+      f->dram_read = f->dram_write = f->l2_hit_pct = f->achieved_occ = NAN;
+      f->sm_pct = f->mem_pct = f->inst_executed = NAN;
+      f->stalls.clear();
+    }
+    b.model_bytes = 3.0e6;
+    const Explanation e = explain(a, b);
+    CHECK(e.verdict == Verdict::Faster);
+    for (const ExplainChange& c : e.changes) {
+      INFO(c.rule);
+      CHECK(c.rule.rfind("stall:", 0) != 0);
+      CHECK(c.rule != "dram_read");
+    }
+    // A static fact that explains ranks above the bytes model, which is not a measurement.
+    const ExplainChange* top = e.top();
+    REQUIRE(top);
+    CHECK(top->measured);
+    CHECK(top->rule == "mix:ld global");
+    REQUIRE(find_change(e, "model_bytes"));
+    CHECK_FALSE(find_change(e, "model_bytes")->measured);
+    REQUIRE(e.notes.size() == 1);
+    CHECK(has(e.notes[0],
+              "counters unavailable (counters unavailable: no permission): the "
+              "explanation uses time, bytes and the static facts only"));
+    CHECK(e.regime.empty());
+  }
+
+  TEST_CASE("explain: spills, launches and a missing SASS mix") {
+    StepFacts a = tiled(), b = tiled();
+    b.us = 30, b.local_bytes = 96, b.launches = 2;
+    b.mix.fill(NAN), b.mix_why = "cuobjdump was not found";
+    const Explanation e = explain(a, b);
+    CHECK(e.verdict == Verdict::Slower);
+    const ExplainChange* spill = find_change(e, "local_bytes");
+    REQUIRE(spill);
+    CHECK(spill->explains);
+    CHECK(has(spill->sentence, "rose from 0 B to 96 B"));
+    const ExplainChange* launches = find_change(e, "launches");
+    REQUIRE(launches);
+    CHECK(launches->explains);
+    CHECK_FALSE(find_change(e, "mix:ld global"));  // unknown on one side: not compared
+    bool noted = false;
+    for (const std::string& n : e.notes) noted = noted || has(n, "cuobjdump was not found");
+    CHECK(noted);
+  }
+
+  TEST_CASE("explain: nothing moved enough: the explanation says what it cannot separate") {
+    StepFacts a = tiled(), b = tiled();
+    b.us = a.us / 1.3;
+    const Explanation e = explain(a, b);
+    CHECK(e.verdict == Verdict::Faster);
+    CHECK_FALSE(e.top());
+    REQUIRE(!e.notes.empty());
+    CHECK(has(e.notes.back(), "no quantity the lab reads moved enough"));
+  }
+
+  TEST_CASE("explain: facts survive their JSON; a malformed file is a data error") {
+    const Explanation e = explain(naive(), tiled());
+    const auto back = facts_from_json(explanation_json({e}));
+    REQUIRE(back.size() == 1);
+    const Explanation again = explain(back[0].first, back[0].second);
+    CHECK(again.headline == e.headline);
+    REQUIRE(again.changes.size() == e.changes.size());
+    for (size_t k = 0; k < e.changes.size(); ++k)
+      CHECK(again.changes[k].sentence == e.changes[k].sentence);
+    CHECK(std::isnan(back[0].first.mix[size_t(MixClass::Mufu)]) == false);
+    CHECK_THROWS_AS(facts_from_json("{"), Error);
+    CHECK_THROWS_AS(facts_from_json("{\"a\": 1}"), Error);
+    CHECK_THROWS_AS(facts_from_json("[{\"a\": {}}]"), Error);
+  }
+}
