@@ -28,16 +28,6 @@ std::string pct(double v) {
   return std::isfinite(v) ? fmt("%.1f%%", v) : "-";
 }
 
-nlohmann::json state_json(const DeviceState& a, const DeviceState& b) {
-  nlohmann::json j;
-  for (const StateColumn& c : state_columns(a, b))
-    j[c.name] = c.is_text ? (c.text.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.text))
-                          : json_number(c.num);
-  j["start"] = a.summary();
-  j["end"] = b.summary();
-  return j;
-}
-
 // State columns after the existing ones: numbers bare (empty when missing), texts quoted.
 void state_csv(std::ostream& out, const DeviceState& a, const DeviceState& b) {
   for (const StateColumn& c : state_columns(a, b)) {
@@ -62,6 +52,16 @@ bool stage_level(const BenchRow& r, const std::vector<BenchRow>& rows) {
   return true;
 }
 }  // namespace
+
+nlohmann::json state_json(const DeviceState& a, const DeviceState& b) {
+  nlohmann::json j;
+  for (const StateColumn& c : state_columns(a, b))
+    j[c.name] = c.is_text ? (c.text.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.text))
+                          : json_number(c.num);
+  j["start"] = a.summary();
+  j["end"] = b.summary();
+  return j;
+}
 
 std::string counters_line(const BenchRow& r) {
   const CounterValues& c = r.counters;

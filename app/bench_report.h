@@ -1,6 +1,7 @@
 // The bench report: one row per launch (or stage total), as a table, CSV or JSON.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -39,6 +40,8 @@ struct BenchRow {
 };
 
 BenchRow bench_row(const ResolvedStage& s, const std::string& kernel);
+// The device's state at the start (a) and end (b) of a measurement, as bench's JSON holds it.
+nlohmann::json state_json(const DeviceState& a, const DeviceState& b);
 // The counters of a row in one line of words (the table prints it under the row).
 std::string counters_line(const BenchRow& r);
 

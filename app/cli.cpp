@@ -10,6 +10,7 @@
 #include <new>
 
 #include "commands.h"
+#include "exercise.h"
 #include "check.h"
 #include "live.h"
 #include "output_file.h"
@@ -47,6 +48,8 @@ constexpr const char* kFooter =
     "  kernel-lab copy blur=v4_rows -o my_blur.cu        a built-in kernel to edit\n"
     "  kernel-lab asm branch=v1_divergent --diff         its PTX, precise vs fast, side by side\n"
     "  kernel-lab explain blur=v1_naive_2d blur=v4_rows  why B is faster, from its counters\n"
+    "  kernel-lab exercise make blur --start v1_naive_2d --target v4_rows -o blur.lab\n"
+    "  kernel-lab exercise submit blur.lab my_blur.cu    checked, timed, placed, explained\n"
     "  kernel-lab check --kernel-file my_blur.cu --replace blur\n"
     "                                                   your kernel against the CPU reference\n"
     "                                                   (after a trial run in a child process;\n"
@@ -306,6 +309,54 @@ int run_cli(int argc, char** argv) {
                         "JSON: both sides' facts, the verdict and every ranked change");
   explain_cmd->add_option("--out,-o", explain_o.out, "write the result to this file");
 
+  ExerciseMakeOptions make_o;
+  ExerciseSubmitOptions submit_o;
+  ExerciseGradeOptions grade_o;
+  auto* exercise = app.add_subcommand(
+      "exercise",
+      "Exercises a teacher hands out: make one from a stage's ladder, submit a kernel for it "
+      "(checked at sizes and values drawn at submit time, timed, placed in the ladder, "
+      "explained), grade the results");
+  exercise->require_subcommand(1, 1);
+  auto* make = exercise->add_subcommand(
+      "make",
+      "Write an exercise file: the stage, a starter kernel (a copy of --start), the "
+      "lesson (the ladder's steps on the way) and the target");
+  make->add_option("stage", make_o.stage, "the stage the learner's kernel replaces, e.g. blur")
+      ->required();
+  make->add_option("--start", make_o.start, "the built-in step the starter is a copy of")
+      ->required();
+  make->add_option("--target", make_o.target,
+                   "a built-in step to beat (measured in the same run), or N% of the ceiling")
+      ->required();
+  make->add_option("--title", make_o.title, "one line (default: the stage, start and target)");
+  make->add_option("--lesson", make_o.lesson, "the lesson (default: the steps on the way)");
+  make->add_option("--out,-o", make_o.out, "write the exercise here (default: stdout)");
+  auto* submit = exercise->add_subcommand(
+      "submit",
+      "Check a kernel for an exercise at every size class (1x1, a tile less and more "
+      "one pixel, odd, prime, 4K; values and sizes drawn now), then time it against "
+      "the built-in steps and explain it against the nearest; exit 1 if incorrect");
+  submit->add_option("exercise", submit_o.exercise, "the exercise file (.lab)")->required();
+  submit->add_option("kernel", submit_o.kernel, "the learner's kernel (a live-kernel .cu file)")
+      ->required();
+  submit->add_option("--out,-o", submit_o.out, "the result file (default: KERNEL.result.json)");
+  submit->add_option("--reps", submit_o.reps, "timed runs per step")
+      ->capture_default_str()
+      ->transform(whole(true))
+      ->check(CLI::Range(1, 100000));
+  submit->add_flag("!--no-counters", submit_o.counters, "no hardware counters in the explanation");
+  submit->add_option("--nonce", submit_o.nonce,
+                     "replay the draw of a result (its \"nonce\"); default: a fresh one");
+  auto* grade = exercise->add_subcommand(
+      "grade",
+      "Read result files into one table; a result made for another exercise (its "
+      "hash differs) is refused (exit 65)");
+  grade->add_option("exercise", grade_o.exercise, "the exercise file (.lab)")->required();
+  grade->add_option("results", grade_o.results, "result files (JSON)")->required();
+  grade->add_flag("--csv", grade_o.csv, "CSV instead of a table");
+  grade->add_option("--out,-o", grade_o.out, "write the table here");
+
   CopyOptions copy_o;
   auto* copy = app.add_subcommand(
       "copy",
@@ -409,6 +460,11 @@ int run_cli(int argc, char** argv) {
                   "pressing the button would (a scripted run prints the median time to installed)")
       ->transform(whole(true))
       ->check(CLI::Range(0, 1000000));
+  gui->add_option("--exercise", gui_o.exercise,
+                  "open an exercise (exercise make): its starter kernel in the Live kernel "
+                  "panel, compiled and running in its stage, the lesson beside it, a submit "
+                  "button")
+      ->excludes("--kernel-file");
   gui->add_option("--ladder", gui_o.ladder_stage,
                   "run the ladder of this stage (or the playground's) once the first frame has "
                   "run, as the Ladder panel's button does (with --counters, collecting them), "
@@ -457,9 +513,14 @@ int run_cli(int argc, char** argv) {
     for (const CommonOptions* c : {&check_c, &bench_c, &run_c, &explain_c})
       for (const std::string& in : {c->input, c->preset, c->kernel_file}) note_input(in);
     note_input(asm_o.kernel_file);
+    for (const std::string& in : {submit_o.exercise, submit_o.kernel, grade_o.exercise})
+      note_input(in);
+    for (const std::string& in : grade_o.results) note_input(in);
     if (*bench && !bench_o.out.empty()) check_output_path(bench_o.out);
     if (*copy && !copy_o.out.empty()) check_output_path(copy_o.out);
     if (*explain_cmd && !explain_o.out.empty()) check_output_path(explain_o.out);
+    if (*make && !make_o.out.empty()) check_output_path(make_o.out);
+    if (*grade && !grade_o.out.empty()) check_output_path(grade_o.out);
     if (*list) return finish(cmd_list(list_o));
     if (*check) return finish(cmd_check(check_c, check_o));
     if (*bench) {
@@ -470,6 +531,9 @@ int run_cli(int argc, char** argv) {
     }
     if (*run) return finish(cmd_run(run_c, run_o));
     if (*copy) return finish(cmd_copy(copy_o));
+    if (*make) return finish(cmd_exercise_make(make_o));
+    if (*submit) return finish(cmd_exercise_submit(submit_o));
+    if (*grade) return finish(cmd_exercise_grade(grade_o));
     if (*explain_cmd) {
       if (explain_cmd->get_option("--input")->count() == 0) explain_c.input = default_bench_input();
       note_input(explain_c.input);
@@ -503,7 +567,8 @@ int run_cli(int argc, char** argv) {
           gui_o.backend == Backend::Cuda ? pick_upload(gui_c.upload) : UploadMode::Pageable;
       // Offscreen, nobody can close a window: a headless or screenshot run stops by itself.
       if ((gui_o.headless || !gui_o.screenshot.empty()) && gui_o.frames == 0) gui_o.frames = 60;
-      for (const std::string& in : {gui_c.input, gui_c.preset, gui_c.kernel_file}) note_input(in);
+      for (const std::string& in : {gui_c.input, gui_c.preset, gui_c.kernel_file, gui_o.exercise})
+        note_input(in);
       for (const std::string& out : {gui_o.screenshot, gui_o.dump_texture})
         if (!out.empty()) check_output_path(out);
       if (!gui_o.ladder_export.empty())

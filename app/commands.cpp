@@ -178,7 +178,7 @@ std::string bad_pixel(const DiffStats& d) {
 }  // namespace
 
 void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
-                         const HostImage* frame) {
+                         const HostImage* frame, std::ostream& log) {
   if (c.kernel_file.empty() != c.replace.empty())
     throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");
   if (c.kernel_file.empty()) return;
@@ -199,8 +199,8 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
     throw Error(ErrorKind::Data, c.kernel_file + " does not compile (" +
                                      std::to_string(build.diagnostics.size()) +
                                      " message(s) above)");
-  std::cout << "kernel: " << c.kernel_file << " compiled in " << fmt("%.0f", build.compile_ms)
-            << " ms for sm_" << build.arch << ", block " << opts.block.str() << "\n";
+  log << "kernel: " << c.kernel_file << " compiled in " << fmt("%.0f", build.compile_ms)
+      << " ms for sm_" << build.arch << ", block " << opts.block.str() << "\n";
   if (b != Backend::Cuda) {
     std::cerr << "kernel-lab: " << c.kernel_file
               << " compiles; without a GPU it cannot run (the CPU references run)\n";
@@ -224,21 +224,20 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
     throw Error(rep.outcome == TrialOutcome::Unwritten ? ErrorKind::Data : ErrorKind::Internal,
                 c.kernel_file + ": the trial run " + trial_outcome_name(rep.outcome) + ": " +
                     rep.message + " (it was not installed)");
-  std::cout << "kernel: trial passed in " << fmt("%.0f", rep.trial_ms) << " ms"
-            << (rep.memchecked ? " under memcheck (no finding)" : "") << ": " << rep.message
-            << "\n";
+  log << "kernel: trial passed in " << fmt("%.0f", rep.trial_ms) << " ms"
+      << (rep.memchecked ? " under memcheck (no finding)" : "") << ": " << rep.message << "\n";
   const auto t0 = std::chrono::steady_clock::now();
   auto kernel = std::make_shared<LiveKernel>(build);
   stage->custom = make_live_op(base, kernel);
   stage->variant = "user";
   stage->block.reset();
-  std::cout << "kernel: loaded in " << fmt("%.1f", kernel->load_ms()) << " ms; " << kernel->regs
-            << " registers, " << kernel->static_smem << " B shared, " << kernel->local_bytes
-            << " B local (spills) per thread; compile to loaded "
-            << fmt("%.0f", build.compile_ms + std::chrono::duration<double, std::milli>(
-                                                  std::chrono::steady_clock::now() - t0)
-                                                  .count())
-            << " ms\n";
+  log << "kernel: loaded in " << fmt("%.1f", kernel->load_ms()) << " ms; " << kernel->regs
+      << " registers, " << kernel->static_smem << " B shared, " << kernel->local_bytes
+      << " B local (spills) per thread; compile to loaded "
+      << fmt("%.0f", build.compile_ms + std::chrono::duration<double, std::milli>(
+                                            std::chrono::steady_clock::now() - t0)
+                                            .count())
+      << " ms\n";
 }
 
 // ---- explain ---------------------------------------------------------------------------------

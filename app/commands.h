@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -126,7 +127,8 @@ int cmd_asm(const AsmOptions& o);
 // variant "user". Throws Error(Data) for a missing file, one that does not compile (its
 // diagnostics go to stderr) or a kernel that leaves outputs unwritten, Error(Usage) for a stage
 // that cannot take it, Error(Internal) for a trial that faulted, did not finish or crashed.
+// What it did (compiled, trial passed, loaded) goes to `log`.
 void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
-                         const HostImage* frame);
+                         const HostImage* frame, std::ostream& log = std::cout);
 
 }  // namespace lab::app

@@ -30,6 +30,7 @@ esac
 core=(
   cmake ninja-build g++ pkg-config  # build
   libcli11-dev nlohmann-json3-dev   # command line, JSON
+  libssl-dev                        # SHA-256 of exercises and results (libcrypto)
   libstb-dev                        # image files without OpenCV
   libopencv-dev                     # image, video and camera input; test peer
   gstreamer1.0-plugins-base         # gst: input (appsink, videoconvert; videotestsrc in tests)

@@ -17,6 +17,7 @@
 #include "capture.h"
 #include "colormap.h"
 #include "diff.h"
+#include "exercise_file.h"
 #include "explain.h"
 #include "frame_budget.h"
 #include "gui.h"
@@ -28,6 +29,7 @@
 #include "panel_code.h"
 #include "roofline.h"
 #include "runner.h"
+#include "subprocess.h"
 #include "text.h"
 #include "trial.h"
 
@@ -304,6 +306,12 @@ struct LiveUi {
   // What the installed kernel replaced, to go back to after a fault.
   std::string replaced_variant;
   std::optional<Block> replaced_block;
+  // An exercise (--exercise): the file, its lesson and target, and a submission in flight or done
+  // (`kernel-lab exercise submit` in a child: the same checks and timing as the command line).
+  std::optional<Exercise> exercise;
+  std::string exercise_path;
+  std::future<CapturedRun> submission;
+  std::string submitted;  // the last submission's report
   // Autosave: the text last written, and when.
   std::string saved_text;
   std::chrono::steady_clock::time_point saved_at;

@@ -51,6 +51,9 @@ struct GuiOptions {
   uint64_t lab_seed = 1;     // and the seed of its generated inputs
   std::string kernel_file;   // a live kernel to open in the editor and compile at start ...
   std::string replace;       // ... for this stage
+  // An exercise (exercise_file.h): its starter in the editor for its stage, compiled at start,
+  // its lesson beside it, and a "submit" button (`kernel-lab exercise submit` in a child).
+  std::string exercise;
   double trial_timeout_s = 2.0;  // a new live kernel's trial run: its time limit ...
   bool trial_memcheck = false;   // ... and whether it runs under compute-sanitizer
   int live_recompile = 0;        // press "compile and run" again every N frames (the trial warm)

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <string>
 
 #include "app_state.h"
@@ -218,6 +219,56 @@ void live_frame_ran(GuiApp& app, const FrameResult& r) {
     }
 }
 
+namespace {
+
+// An exercise's lesson and target above the editor, and its submission: the editor's text
+// saved, then `kernel-lab exercise submit` in a child process (the command line's checks and
+// timing, in a process of their own), its report shown here.
+void exercise_section(GuiApp& app) {
+  LiveUi& L = app.live;
+  const Exercise& e = *L.exercise;
+  if (!ImGui::CollapsingHeader(("exercise: " + e.title).c_str(), ImGuiTreeNodeFlags_DefaultOpen))
+    return;
+  ImGui::TextWrapped("%s", e.lesson.c_str());
+  ImGui::Text("target: %s, measured in the same run; stage %s", e.target_text().c_str(),
+              e.stage.c_str());
+  tip("submit checks your kernel at every size class (1x1, a tile less and more one pixel, odd, "
+      "prime, 4K) with values drawn at submit time, times it as bench does beside the built-in "
+      "steps, and explains it against the nearest one");
+  ImGui::BeginDisabled(L.submission.valid() || app.opt.backend != Backend::Cuda);
+  if (ImGui::Button(L.submission.valid() ? "submitting..." : "submit")) {
+    try {
+      const std::string kernel =
+          (std::filesystem::path(live_dir()) / ("exercise-" + e.stage + ".cu")).string();
+      write_live_file(kernel, with_live_options(editor_text(app), L.opts));
+      const std::vector<std::string> argv = {self_executable(),      "exercise", "submit",
+                                             L.exercise_path,        kernel,     "-o",
+                                             kernel + ".result.json"};
+      L.submission = std::async(std::launch::async, [argv] { return run_captured(argv, 900); });
+      L.submitted = "submitting " + kernel + " ...";
+    } catch (const Error& x) {
+      L.submitted = x.what();
+    }
+  }
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", app.opt.backend == Backend::Cuda
+                                ? "save the editor's text and run `kernel-lab exercise submit` "
+                                  "on it; the result file goes beside the saved kernel"
+                                : "submitting runs the kernel on a GPU: none in use");
+  if (!L.submitted.empty()) {
+    ImGui::BeginChild("submission", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 8), true,
+                      ImGuiWindowFlags_HorizontalScrollbar);
+    ImGui::TextUnformatted(L.submitted.c_str());
+    ImGui::EndChild();
+    tip("the submission's report: each size class (a failure names its first mismatches), the "
+        "time, its place among the built-in steps, the target, and why; the Diff panel and the "
+        "viewport's \"compare\" show your kernel's error on the current input");
+  }
+}
+
+}  // namespace
+
 void draw_live_panel(GuiApp& app) {
   if (!ImGui::Begin("Live kernel")) {
     ImGui::End();
@@ -240,6 +291,7 @@ void draw_live_panel(GuiApp& app) {
     return;
   }
   if (std::find(stages.begin(), stages.end(), L.stage) == stages.end()) L.stage = stages[0];
+  if (L.exercise) exercise_section(app);
   int mode = L.add ? 1 : 0;
   if (ImGui::RadioButton("replace", &mode, 0)) L.add = false;
   tip("your kernel runs as a stage's variant 'user', next to the built-in ones, with the stage's "
@@ -441,6 +493,21 @@ void init_live(GuiApp& app) {
   app.live.memcheck = opt.trial_memcheck && app.live.memcheck_why.empty();
   if (opt.trial_memcheck && !app.live.memcheck)
     app.ui.message = "--trial-memcheck: " + app.live.memcheck_why;
+  if (!opt.exercise.empty()) {  // the starter in the editor, compiled once the input is there
+    try {
+      const Exercise e = read_exercise(opt.exercise);
+      app.live.exercise = e;
+      app.live.exercise_path = opt.exercise;
+      app.live.stage = e.stage;
+      app.live.opts = read_live_options(e.starter, app.live.opts);
+      app.live.text.assign(64 * 1024, '\0');
+      set_live_source(app, e.starter);
+      app.live.compile_when_input = true;
+    } catch (const Error& e) {
+      app.ui.message = app.live.status = e.what();
+    }
+    return;
+  }
   if (opt.kernel_file.empty()) {
     restore_live_draft(app);  // nothing typed is lost
     return;
@@ -468,6 +535,15 @@ void update_live(GuiApp& app, bool wait) {
   }
   poll_live(app);
   autosave_live(app, false);
+  LiveUi& L = app.live;
+  if (L.submission.valid() &&
+      (wait || L.submission.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
+    const CapturedRun r = L.submission.get();
+    L.submitted = r.out + r.err +
+                  (!r.started    ? "the submission could not start\n"
+                   : r.timed_out ? "the submission did not finish in 900 s\n"
+                                 : "exit status " + std::to_string(r.status) + "\n");
+  }
 }
 
 }  // namespace lab::ui

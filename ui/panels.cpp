@@ -158,7 +158,8 @@ void draw_ui(GuiApp& app) {
   // the first view stays the image.
   if (panel_shown(app, "Live kernel")) {
     place(at.x + side + right * 0.45f, at.y, right * 0.55f, size.y * 0.65f);
-    ImGui::SetNextWindowCollapsed(app.opt.kernel_file.empty(), ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowCollapsed(app.opt.kernel_file.empty() && app.opt.exercise.empty(),
+                                  ImGuiCond_FirstUseEver);
     timed("live panel", [&] { draw_live_panel(app); });
   }
   // The teaching views open over the viewport, the size of it (--ladder brings the ladder to

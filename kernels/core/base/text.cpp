@@ -24,4 +24,17 @@ std::string format_or_dash(const char* format, double v) {
   return std::isfinite(v) ? fmt(format, v) : "-";
 }
 
+std::string csv_text(const std::string& t) {
+  std::string q = "\"";
+  for (char ch : t) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+std::string csv_num(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 }  // namespace lab

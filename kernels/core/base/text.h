@@ -23,5 +23,8 @@ inline bool ident_char(char c) {
 std::string fmt(const char* format, double v);
 // The same, or "-" for a value not known (NaN, infinite).
 std::string format_or_dash(const char* format, double v);
+// A CSV field: text quoted (quotes doubled), a number in %.6g or empty when not known.
+std::string csv_text(const std::string& t);
+std::string csv_num(double v);
 
 }  // namespace lab

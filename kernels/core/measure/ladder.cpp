@@ -8,6 +8,7 @@
 
 #include "device.h"
 #include "json_number.h"
+#include "text.h"
 
 namespace lab {
 
@@ -223,23 +224,6 @@ Ladder run_ladder(Runner& r, size_t i, const LadderSpec& spec, const MeasureOpti
 }
 
 // ---- export ----------------------------------------------------------------------------------
-
-namespace {
-
-std::string csv_text(const std::string& t) {
-  std::string q = "\"";
-  for (char ch : t) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
-}
-
-std::string csv_num(double v) {
-  if (!std::isfinite(v)) return "";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-}  // namespace
 
 std::string ladder_csv(const Ladder& l) {
   std::ostringstream out;

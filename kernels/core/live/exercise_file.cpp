@@ -1,0 +1,118 @@
+#include "exercise_file.h"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "check.h"
+#include "live.h"
+#include "pipeline.h"
+#include "printable.h"
+#include "registry.h"
+#include "text.h"
+
+namespace lab {
+
+namespace {
+constexpr const char* kFormat = "kernel-lab exercise 1";
+constexpr size_t kMaxFile = size_t(16) << 20;
+}  // namespace
+
+std::string Exercise::target_text() const {
+  return target_step.empty() ? fmt("reach %.0f %% of the ceiling", target_pct)
+                             : "beat " + target_step;
+}
+
+bool is_hex(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+std::string sha256_hex(const std::string& bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (!EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr))
+    throw Error(ErrorKind::Internal, "SHA-256 failed (OpenSSL)");
+  std::string s;
+  for (unsigned int i = 0; i < n; ++i) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", md[i]);
+    s += b;
+  }
+  return s;
+}
+
+std::string exercise_text(const Exercise& e) {
+  nlohmann::ordered_json j;
+  j["format"] = kFormat;
+  j["stage"] = e.stage;
+  j["title"] = e.title;
+  j["lesson"] = e.lesson;
+  j["start"] = e.start;
+  if (!e.target_step.empty())
+    j["target"] = {{"step", e.target_step}};
+  else
+    j["target"] = {{"percent_of_ceiling", e.target_pct}};
+  j["salt"] = e.salt;
+  j["bench"] = {{"input", e.bench_input}, {"size", e.bench_size}};
+  j["starter"] = e.starter;
+  return j.dump(2) + "\n";
+}
+
+Exercise parse_exercise(const std::string& text, const std::string& path) {
+  const std::string where = "exercise " + printable(path) + ": ";
+  Exercise e;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    if (!j.is_object() || j.value("format", "") != kFormat)
+      throw Error(ErrorKind::Data, where + "not an exercise (no \"format\": \"" + kFormat + "\")");
+    e.stage = j.at("stage").get<std::string>();
+    e.title = j.value("title", "");
+    e.lesson = j.value("lesson", "");
+    e.start = j.value("start", "");
+    e.starter = j.at("starter").get<std::string>();
+    e.salt = j.at("salt").get<std::string>();
+    const nlohmann::json& t = j.at("target");
+    if (t.contains("step"))
+      e.target_step = t["step"].get<std::string>();
+    else
+      e.target_pct = t.at("percent_of_ceiling").get<double>();
+    if (j.contains("bench")) {
+      e.bench_input = j["bench"].value("input", e.bench_input);
+      e.bench_size = j["bench"].value("size", e.bench_size);
+    }
+  } catch (const nlohmann::json::exception& x) {
+    throw Error(ErrorKind::Data, where + x.what());
+  }
+  const Op* op = nullptr;
+  for (const Op& o : registry())
+    if (o.def.name == e.stage) op = &o;
+  if (!op) throw Error(ErrorKind::Data, where + "no stage " + printable(e.stage));
+  if (!live_refusal(*op).empty()) throw Error(ErrorKind::Data, where + live_refusal(*op));
+  if (e.starter.empty()) throw Error(ErrorKind::Data, where + "no starter kernel");
+  if (!is_hex(e.salt) || e.salt.size() < 16) throw Error(ErrorKind::Data, where + "a bad salt");
+  if (!e.target_step.empty() && op->find_variant(e.target_step) < 0)
+    throw Error(ErrorKind::Data, where + "no step " + printable(e.target_step) + " of " + e.stage);
+  if (e.target_step.empty() && !(e.target_pct > 0 && e.target_pct <= 100))
+    throw Error(ErrorKind::Data, where + "the target percent must be in (0, 100]");
+  if (!parse_wxh(e.bench_size)) throw Error(ErrorKind::Data, where + "bench size is not WxH");
+  return e;
+}
+
+Exercise read_exercise(const std::string& path, std::string* bytes_out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::NoInput, "exercise " + printable(path) + ": cannot open");
+  std::string bytes;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    bytes.append(buf, size_t(in.gcount()));
+    if (bytes.size() > kMaxFile)
+      throw Error(ErrorKind::Data, "exercise " + printable(path) + ": over 16 MiB");
+  }
+  Exercise e = parse_exercise(bytes, path);
+  if (bytes_out) *bytes_out = std::move(bytes);
+  return e;
+}
+
+}  // namespace lab

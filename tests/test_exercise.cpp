@@ -1,0 +1,314 @@
+// Exercises: make, the shipped ones, submit (its refusals on the CPU; on a GPU, each shipped
+// exercise solved by its target step, and kernels that cheat or break caught at a named size),
+// and grade.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "check.h"
+#include "exercise.h"
+#include "support.h"
+
+namespace fs = std::filesystem;
+using lab::Exercise;
+using lab::parse_exercise;
+using lab::sha256_hex;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void spit(const fs::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+fs::path scratch(const char* name) {
+  const fs::path d = fs::temp_directory_path() /
+                     (std::string("lab_ex_") + name + "_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+// examples/ of the repository: $LAB_EXAMPLES_DIR/.. (a bundle run elsewhere) or the build's.
+fs::path examples_root() {
+  const char* env = std::getenv("LAB_EXAMPLES_DIR");
+  return fs::path(env && *env ? env : LAB_EXAMPLES_DIR).parent_path();
+}
+fs::path examples() {
+  return examples_root() / "exercises";
+}
+
+// A result file as submit writes it, with only what grade reads.
+std::string result_for(const std::string& exercise_sha, bool correct, double us) {
+  nlohmann::json j;
+  j["format"] = "kernel-lab exercise result 1";
+  j["exercise"] = {{"sha256", exercise_sha}};
+  j["kernel"] = {{"sha256", sha256_hex(std::to_string(us))}};
+  j["correct"] = correct;
+  j["failing_size"] = correct ? "" : "prime 997x613";
+  j["device"] = {{"name", "NVIDIA H200"}};
+  j["lab_version"] = "test";
+  if (correct)
+    j["timing"] = {{"median_us", us},
+                   {"pct_of_ceiling", 40.0},
+                   {"target_met", us < 10},
+                   {"place", "between v3_smem_tile and v4_rows"}};
+  return j.dump(2);
+}
+
+}  // namespace
+
+TEST_SUITE("cpu") {
+  TEST_CASE("exercise: SHA-256 is SHA-256") {
+    CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  }
+
+  TEST_CASE("exercise: make writes an exercise from the ladder; its mistakes are usage errors") {
+    const fs::path d = scratch("make");
+    const Result r = lab_cli("exercise make blur --start v1_naive_2d --target v4_rows -o " +
+                             (d / "a.lab").string());
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    const Exercise e = parse_exercise(slurp(d / "a.lab"), "a.lab");
+    CHECK(e.stage == "blur");
+    CHECK(e.start == "v1_naive_2d");
+    CHECK(e.target_step == "v4_rows");
+    CHECK(e.salt.size() == 32);
+    CHECK(e.starter.find("user_kernel") != std::string::npos);
+    CHECK(e.starter.find("// @lab block=32x8") == 0);
+    // The lesson walks the ladder from the start to the target.
+    for (const char* step : {"v1_naive_2d", "v2_separable", "v3_smem_tile", "v4_rows"})
+      CHECK_MESSAGE(e.lesson.find(step) != std::string::npos, step);
+    CHECK(e.lesson.find("v5_rows_shfl") == std::string::npos);
+    // A new salt each time: two exercises made alike draw different checks.
+    REQUIRE(
+        lab_cli("exercise make blur --start v1_naive_2d --target 50% -o " + (d / "b.lab").string())
+            .code == 0);
+    const Exercise b = parse_exercise(slurp(d / "b.lab"), "b.lab");
+    CHECK(b.salt != e.salt);
+    CHECK(b.target_pct == 50);
+    CHECK(b.target_step.empty());
+    struct Case {
+      const char* args;
+      const char* says;
+    };
+    const Case cases[] = {
+        {"exercise make nope --start v1 --target v2", "unknown stage 'nope'"},
+        {"exercise make blur --start v9 --target v4_rows", "no such step of blur"},
+        {"exercise make blur --start v2_separable --target v4_rows", "no live copy"},
+        {"exercise make blur --start v1_naive_2d --target v1_naive_2d", "other than the start"},
+        {"exercise make blur --start v1_naive_2d --target 150%", "a percent in (0, 100]"},
+        {"exercise make blur --start v1_naive_2d", "--target is required"},
+        {"exercise", "A subcommand is required"},
+    };
+    for (const Case& c : cases) {
+      const Result x = lab_cli(c.args);
+      INFO(c.args << "\n" << x.out);
+      CHECK(x.code == 64);
+      CHECK(has(x, c.says));
+    }
+    fs::remove_all(d);
+  }
+
+  TEST_CASE("exercise: the three shipped exercises are valid, on stages live kernels replace") {
+    size_t n = 0;
+    for (const char* name : {"blur.lab", "sobel.lab", "nms.lab"}) {
+      INFO(name);
+      const std::string text = slurp(examples() / name);
+      REQUIRE(!text.empty());
+      const Exercise e = parse_exercise(text, name);
+      CHECK(!e.target_step.empty());
+      CHECK(!e.lesson.empty());
+      CHECK(e.starter.find("user_kernel") != std::string::npos);
+      ++n;
+    }
+    CHECK(n == 3);
+  }
+
+  TEST_CASE("exercise: a file that is not an exercise is a data error, never a crash") {
+    const fs::path d = scratch("bad");
+    const std::string good = slurp(examples() / "blur.lab");
+    auto edited = [&](const std::string& from, const std::string& to) {
+      std::string s = good;
+      const size_t at = s.find(from);
+      REQUIRE(at != std::string::npos);
+      return s.replace(at, from.size(), to);
+    };
+    const std::string bad[] = {
+        "",
+        "{",
+        "[]",
+        "{\"format\": \"something else\"}",
+        edited("\"stage\": \"blur\"", "\"stage\": \"letterbox_nope\""),
+        edited("\"step\": \"v4_rows\"", "\"step\": \"v99\""),
+        edited("\"salt\": \"", "\"salt\": \"zz"),
+    };
+    for (const std::string& text : bad) {
+      INFO(text.substr(0, 80));
+      CHECK_THROWS_AS(parse_exercise(text, "x.lab"), lab::Error);
+    }
+    spit(d / "x.lab", "{");
+    spit(d / "k.cu", "__global__ void user_kernel() {}\n");
+    const Result r =
+        lab_cli("exercise submit " + (d / "x.lab").string() + " " + (d / "k.cu").string());
+    CHECK(r.code == 65);
+    CHECK(lab_cli("exercise submit " + (d / "none.lab").string() + " " + (d / "k.cu").string())
+              .code == 66);
+    fs::remove_all(d);
+  }
+
+  TEST_CASE("exercise: the GUI opens one: its starter in the editor, the lesson beside it") {
+    const Result r = lab_cli(
+        "gui --headless --frames 6 --device cpu --input synthetic:320x240 "
+        "--exercise " +
+            (examples() / "blur.lab").string(),
+        120);
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r,
+              "gui: exercise blur: from 25 global loads a pixel to rows in registers (beat "
+              "v4_rows, stage blur)"));
+    // A file that is not an exercise: the GUI says so and keeps running.
+    const fs::path d = scratch("gui");
+    spit(d / "x.lab", "{}");
+    const Result bad = lab_cli(
+        "gui --headless --frames 4 --device cpu --input synthetic:320x240 "
+        "--exercise " +
+            (d / "x.lab").string(),
+        120);
+    INFO(bad.out);
+    CHECK(bad.code == 0);
+    CHECK(has(bad, "not an exercise"));
+    fs::remove_all(d);
+  }
+
+  TEST_CASE("exercise: submit needs a GPU and says so" *
+            doctest::skip(lab::device_info().present)) {
+    const Result r = lab_cli("exercise submit " + (examples() / "blur.lab").string() + " " +
+                             (examples_root() / "kernels/blur_smem.cu").string());
+    INFO(r.out);
+    CHECK(r.code == 69);
+    CHECK(has(r, "exercise submit runs the kernel on a GPU"));
+  }
+
+  TEST_CASE("exercise: grade tables the results and refuses another exercise's (exit 65)") {
+    const fs::path d = scratch("grade");
+    const std::string sha = sha256_hex(slurp(examples() / "blur.lab"));
+    spit(d / "ann.json", result_for(sha, true, 8.5));
+    spit(d / "bob.json", result_for(sha, false, 0));
+    spit(d / "eve.json", result_for(sha256_hex("another exercise"), true, 1.0));
+    spit(d / "junk.json", "not json");
+    const std::string ex = (examples() / "blur.lab").string();
+    const Result ok = lab_cli("exercise grade " + ex + " " + (d / "ann.json").string() + " " +
+                              (d / "bob.json").string());
+    INFO(ok.out);
+    CHECK(ok.code == 0);
+    CHECK(has(ok, "8.50"));
+    CHECK(has(ok, "between v3_smem_tile and v4_rows"));
+    CHECK(has(ok, "fails at prime 997x613"));
+    const Result refused = lab_cli("exercise grade " + ex + " " + (d / "ann.json").string() + " " +
+                                   (d / "eve.json").string() + " " + (d / "junk.json").string());
+    INFO(refused.out);
+    CHECK(refused.code == 65);
+    CHECK(has(refused, "refused " + (d / "eve.json").string() + ": made for another exercise"));
+    CHECK(has(refused, "refused " + (d / "junk.json").string()));
+    CHECK(has(refused, "8.50"));
+    const Result csv = lab_cli("exercise grade --csv " + ex + " " + (d / "ann.json").string());
+    CHECK(csv.code == 0);
+    CHECK(has(csv, "result,kernel_sha256,correct,failing_size,median_us"));
+    CHECK(has(csv, ",1,\"\",8.5,40,1,"));
+    fs::remove_all(d);
+  }
+}
+
+TEST_SUITE("gpu") {
+  // Each shipped exercise is solved by the step it targets (its live copy passes every size
+  // class); its starter passes too and stands where its step does.
+  LAB_GPU_CASE("exercise: each shipped exercise is solved by its target step") {
+    const fs::path d = scratch("solve");
+    for (const char* name : {"blur", "sobel", "nms"}) {
+      const fs::path ex = examples() / (std::string(name) + ".lab");
+      const Exercise e = parse_exercise(slurp(ex), ex.string());
+      const fs::path k = d / (std::string(name) + "_target.cu");
+      REQUIRE(lab_cli("copy " + e.stage + "=" + e.target_step + " -o " + k.string()).code == 0);
+      const fs::path res = d / (std::string(name) + ".json");
+      const Result r = lab_cli(
+          "exercise submit " + ex.string() + " " + k.string() + " --reps 20 -o " + res.string(),
+          600);
+      INFO(r.out);
+      CHECK(r.code == 0);
+      CHECK(has(r, "correct"));
+      const nlohmann::json j = nlohmann::json::parse(slurp(res));
+      CHECK(j["correct"] == true);
+      CHECK(j["checks"].size() == 6);
+      CHECK(j["timing"]["timed_output_pass"] == true);
+      CHECK(j["timing"]["median_us"].get<double>() > 0);
+      CHECK(j["exercise"]["sha256"] == sha256_hex(slurp(ex)));
+      CHECK(j.contains("explanation"));
+      const fs::path starter = d / (std::string(name) + "_starter.cu");
+      spit(starter, e.starter);
+      const Result s = lab_cli("exercise submit " + ex.string() + " " + starter.string() +
+                                   " --reps 20 --no-counters -o " + (d / "s.json").string(),
+                               600);
+      INFO(s.out);
+      CHECK(s.code == 0);
+      const Result g = lab_cli("exercise grade " + ex.string() + " " + res.string() + " " +
+                               (d / "s.json").string());
+      CHECK(g.code == 0);
+    }
+    fs::remove_all(d);
+  }
+
+  // Kernels that would pass a weaker check: NaN everywhere, a kernel that stops at 4K, one that
+  // works only on its first launches (the timed runs' output is checked).
+  LAB_GPU_CASE("exercise: kernels that cheat or break fail at a named size") {
+    const fs::path d = scratch("cheat");
+    const fs::path ex = examples() / "blur.lab";
+    const std::string head =
+        "// @lab block=32x8 px=1 rows=1 fast_math=0 maxrregcount=0 lineinfo=1\n";
+    const std::string blur = slurp(examples_root() / "kernels/blur_smem.cu");
+    struct Case {
+      const char* name;
+      std::string source;
+      const char* fails_at;
+    };
+    std::string small_only = blur, first_only = blur;
+    small_only.replace(small_only.find("  if (!inside(out[0], x, y)) return;"),
+                       std::string("  if (!inside(out[0], x, y)) return;").size(),
+                       "  if (!inside(out[0], x, y) || out[0].width > 2000) return;");
+    first_only.replace(first_only.find("__global__"), 0, "__device__ int launches;\n");
+    first_only.replace(first_only.find("  if (!inside(out[0], x, y)) return;"),
+                       std::string("  if (!inside(out[0], x, y)) return;").size(),
+                       "  if (x == 0 && y == 0) atomicAdd(&launches, 1);\n"
+                       "  if (!inside(out[0], x, y) || launches > 3) return;");
+    const Case cases[] = {
+        {"nan",
+         head + "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
+                "  const int x = lab_x(), y = lab_y();\n"
+                "  if (inside(out[0], x, y)) out[0].at(x, y) = __int_as_float(0x7fc00000);\n}\n",
+         "NOT correct: fails at 1x1"},
+        {"small", small_only, "NOT correct: fails at 4k 3840x2160"},
+        {"first", first_only, "NOT correct: fails at the timed runs' output"},
+    };
+    for (const Case& c : cases) {
+      const fs::path k = d / (std::string(c.name) + ".cu");
+      spit(k, c.source);
+      const Result r = lab_cli("exercise submit " + ex.string() + " " + k.string() +
+                                   " --reps 20 --no-counters -o " + (d / "r.json").string(),
+                               600);
+      INFO(c.name << "\n" << r.out);
+      CHECK(r.code == 1);
+      CHECK(has(r, c.fails_at));
+    }
+    fs::remove_all(d);
+  }
+}
