@@ -194,6 +194,8 @@ int draw_prime(std::mt19937_64& rng, int lo, int hi) {
 PipelineConfig exercise_pipeline(const Exercise& e, const std::string& kernel_path, int w, int h,
                                  const HostImage& image, std::ostream& log) {
   PipelineConfig p = default_pipeline("keypoints");
+  for (size_t k = 0; k < p.stages.size(); ++k)  // the stages after it have nothing to say here
+    if (p.stages[k].op == e.stage) p.stages.resize(k + 1);
   for (StageConfig& s : p.stages)
     if (s.op == "letterbox") s.params["width"] = w, s.params["height"] = h;
   CommonOptions c;
