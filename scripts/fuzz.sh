@@ -15,11 +15,11 @@ budget=${1:-ci}
 merge=${2:-}
 build=build-sanitize
 targets=(image image_header npy preset live_options nvrtc_log source_spec trial_wire memcheck_log
-  output_writer)
+  output_writer exercise)
 # Inputs per target for `ci`, from each target's speed in the sanitizer build on 2 cores.
 declare -A ci_runs=([image]=5000 [image_header]=20000 [npy]=150000 [preset]=40000
   [live_options]=100000 [nvrtc_log]=50000 [source_spec]=300000 [trial_wire]=150000
-  [memcheck_log]=40000 [output_writer]=2000)
+  [memcheck_log]=40000 [output_writer]=2000 [exercise]=40000)
 if [ "$budget" != ci ]; then
   each=$((budget / ${#targets[@]}))
   ((each >= 1)) || each=1

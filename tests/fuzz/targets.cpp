@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "check.h"
+#include "exercise_file.h"
+#include "explain.h"
 #include "frame_source.h"
 #include "image_header.h"
 #include "image_source.h"
@@ -276,6 +278,28 @@ void output_writer(const uint8_t* data, size_t size) {
   require(entries(dir) == 1, "a temporary was left beside the set");
 }
 
+void exercise(const uint8_t* data, size_t size) {
+  if (size > 0 && data[0] == 'F') {
+    refuses_cleanly(
+        [&] {
+          for (const auto& [a, b] : facts_from_json(text(data + 1, size - 1))) {
+            const Explanation e = explain(a, b);
+            (void)explanation_text(e);
+            require(explanation_json({e}).size() > 2, "an explanation wrote no JSON");
+          }
+        },
+        {ErrorKind::Data});
+    return;
+  }
+  refuses_cleanly(
+      [&] {
+        const Exercise e = parse_exercise(text(data, size), "fuzz.lab");
+        const Exercise again = parse_exercise(exercise_text(e), "again.lab");
+        require(exercise_text(again) == exercise_text(e), "exercise round trip changed it");
+      },
+      {ErrorKind::Data});
+}
+
 const Target* targets(size_t* count) {
   static const Target all[] = {
       {"image", image},
@@ -288,6 +312,7 @@ const Target* targets(size_t* count) {
       {"trial_wire", trial_wire},
       {"memcheck_log", memcheck_log},
       {"output_writer", output_writer},
+      {"exercise", exercise},
   };
   *count = sizeof(all) / sizeof(all[0]);
   return all;

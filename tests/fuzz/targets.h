@@ -44,6 +44,11 @@ void memcheck_log(const uint8_t* data, size_t size);
 // exactly what was written, with no temporary left, and a set either whole or absent.
 void output_writer(const uint8_t* data, size_t size);
 
+// parse_exercise (an exercise file), and for what it accepts, exercise_text parsed again to the
+// same exercise; the first byte 'F' feeds the rest to facts_from_json (explain's recorded facts)
+// instead, and every pair it accepts is explained without throwing.
+void exercise(const uint8_t* data, size_t size);
+
 struct Target {
   const char* name;  // also the corpus folder: tests/fuzz/corpus/<name>/
   void (*run)(const uint8_t*, size_t);
