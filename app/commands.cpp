@@ -354,6 +354,7 @@ int cmd_explain(const CommonOptions& common, const ExplainOptions& o) {
     const LadderStep sa = measure_step(r, i, a, o.measure, counters.get(), copy);
     const LadderStep sb = measure_step(r, i, b, o.measure, counters.get(), copy);
     out.push_back(explain(facts(sa), facts(sb)));
+    out.back().stage = stage;
     stage_of.push_back(stage);
   } else {
     for (size_t i = 0; i < r.stages().size(); ++i) {
@@ -364,6 +365,7 @@ int cmd_explain(const CommonOptions& common, const ExplainOptions& o) {
       for (const std::string& n : l.notes) std::cerr << "explain: " << name << ": " << n << "\n";
       for (size_t k = 1; k < l.steps.size(); ++k) {
         out.push_back(explain(facts(l.steps[k - 1]), facts(l.steps[k])));
+        out.back().stage = name;
         stage_of.push_back(name);
       }
     }

@@ -272,6 +272,115 @@ SizeCheck check_size(const Exercise& e, const std::string& kernel_path, const st
   return s;
 }
 
+// The time on bench's input beside every built-in step (measured in this run), the timed runs'
+// own output checked (poisoned before each run), the place in the ladder, the target, and the
+// explanation against the nearest step, into j["timing"] and j["explanation"].
+void time_and_place(const Exercise& e, const ExerciseSubmitOptions& o, const HostImage& frame,
+                    const std::string& input, nlohmann::ordered_json& j, bool& correct,
+                    std::string& failing) {
+  const auto size = parse_wxh(e.bench_size);
+  std::ostringstream log;
+  const PipelineConfig p = exercise_pipeline(e, o.kernel, size->x, size->y, frame, log);
+  Runner r(Backend::Cuda);
+  r.configure(p, frame.desc());
+  r.set_input(frame);
+  r.run();
+  const size_t i = stage_of(r, e.stage);
+  fill_fused_slots(r, i);
+  std::unique_ptr<CounterCollector> counters;
+  if (o.counters) {
+    counters = std::make_unique<CounterCollector>();
+    if (!counters->unavailable().empty()) counters.reset();
+  }
+  MeasureOptions m;
+  m.reps = o.reps;
+  CopyCeiling copy;
+  Ladder l;
+  l.op = e.stage;
+  l.copy_gbs = measure_copy_bandwidth();
+  const ResolvedStage user = r.stages()[i];
+  for (const ResolvedStage& cfg : ladder_configs(r, i, LadderSpec{})) {
+    if (cfg.variant == user.variant) continue;
+    if (cfg.variant_def().ceiling && l.ceiling_variant.empty())
+      l.ceiling_variant = cfg.variant_def().name;
+    try {
+      l.steps.push_back(measure_step(r, i, cfg, m, counters.get(), copy));
+    } catch (const Error& x) {
+      if (x.kind() != ErrorKind::Refused) throw;
+    }
+  }
+  // The learner's kernel: outputs poisoned before every run, the last timed run's output
+  // checked before anything else runs (counters replay it after).
+  const std::vector<HostImage> ref = r.reference(i, &user);
+  MeasureOptions mu = m;
+  mu.poison_each = true;
+  LadderStep us = measure_step(r, i, user, mu, nullptr, copy);
+  const DiffStats timed = r.compare(i, ref, user.math, &user);
+  if (counters) {
+    us.counters = collect_counters(r, *counters, i, &user);
+    us.counted = us.counters.report.ok;
+  }
+  const double pct = l.pct_of_ceiling(us);
+  std::vector<const LadderStep*> order;
+  for (const LadderStep& s : l.steps) order.push_back(&s);
+  std::sort(order.begin(), order.end(), [](const LadderStep* a, const LadderStep* b) {
+    return a->median_us() > b->median_us();
+  });
+  std::string place = "faster than every built-in step";
+  for (size_t k = 0; k < order.size(); ++k)
+    if (order[k]->median_us() <= us.median_us()) {
+      place = k == 0 ? "slower than every built-in step"
+                     : "between " + order[k - 1]->cfg.variant_def().name + " and " +
+                           order[k]->cfg.variant_def().name;
+      break;
+    }
+  const LadderStep* nearest = nullptr;
+  for (const LadderStep& s : l.steps)
+    if (!nearest || std::fabs(std::log(s.median_us() / us.median_us())) <
+                        std::fabs(std::log(nearest->median_us() / us.median_us())))
+      nearest = &s;
+  double target_us = NAN;
+  bool met = false;
+  if (!e.target_step.empty()) {
+    for (const LadderStep& s : l.steps)
+      if (s.cfg.variant_def().name == e.target_step) target_us = s.median_us();
+    met = us.median_us() < target_us;
+  } else {
+    met = pct >= e.target_pct;
+  }
+  if (!timed.pass()) correct = false, failing = "the timed runs' output (" + e.bench_size + ")";
+  met = met && correct;  // a target is met only by a correct kernel
+  nlohmann::json ladder = nlohmann::json::array();
+  for (const LadderStep* s : order)
+    ladder.push_back({{"step", step_text(s->cfg)}, {"median_us", json_number(s->median_us())}});
+  j["timing"] = {{"input", input},
+                 {"size", e.bench_size},
+                 {"median_us", json_number(us.median_us())},
+                 {"noise", json_number(us.meas.total.noise)},
+                 {"reps", us.meas.total.n},
+                 {"timed_output_pass", timed.pass()},
+                 {"pct_of_ceiling", json_number(pct)},
+                 {"ceiling", l.ceiling_name()},
+                 {"target", e.target_text()},
+                 {"target_us", json_number(target_us)},
+                 {"target_met", met},
+                 {"place", place},
+                 {"ladder", ladder},
+                 {"state", state_json(us.meas.state_start, us.meas.state_end)}};
+  std::cout << "time: " << fmt("%.2f us", us.median_us()) << " median of " << us.meas.total.n
+            << " runs on " << input << " at " << e.bench_size << fmt(", %.1f %% of ", pct)
+            << l.ceiling_name() << "\nplace: " << place << "\ntarget: " << e.target_text()
+            << (e.target_step.empty() ? "" : fmt(" (%.2f us)", target_us))
+            << (met ? ": met" : ": not met") << "\n";
+  if (!timed.pass())
+    std::cout << "the timed runs' output: FAIL (" << timed.over << " values over the limit)\n";
+  if (nearest) {
+    const Explanation why = explain(step_facts(*nearest, true), step_facts(us, true));
+    std::cout << "against the nearest built-in step:\n" << explanation_text(why, 3);
+    j["explanation"] = nlohmann::json::parse(explanation_json({why}))[0];
+  }
+}
+
 }  // namespace
 
 int cmd_exercise_submit(const ExerciseSubmitOptions& o) {
@@ -291,6 +400,10 @@ int cmd_exercise_submit(const ExerciseSubmitOptions& o) {
   if (!build.ok) throw Error(ErrorKind::Data, o.kernel + " does not compile (messages above)");
   const std::string out_path = o.out.empty() ? o.kernel + ".result.json" : o.out;
   check_output_path(out_path);
+  // The timed input, read now: a missing one is the exercise's fault, said before any work.
+  const std::string input = e.bench_input == "default" ? default_bench_input() : e.bench_input;
+  const HostImage frame =
+      input == "synthetic" ? io::synthetic_frame(1920, 1080) : io::load_image(input);
 
   const std::string nonce = o.nonce.empty() ? random_hex(8) : o.nonce;
   if (!is_hex(nonce)) throw Error(ErrorKind::Usage, "exercise submit --nonce: hex digits");
@@ -337,6 +450,7 @@ int cmd_exercise_submit(const ExerciseSubmitOptions& o) {
   const DeviceState state0 = read_device_state();
   j["device"] = {{"name", dev.name}, {"arch", dev.arch()}, {"state", state_json(state0, state0)}};
   j["nonce"] = nonce;
+  j["nonce_supplied"] = !o.nonce.empty();  // a replayed draw, not a fresh one
   nlohmann::json cj = nlohmann::json::array();
   for (const SizeCheck& s : checks)
     cj.push_back({{"class", s.cls},
@@ -353,114 +467,19 @@ int cmd_exercise_submit(const ExerciseSubmitOptions& o) {
   j["failing_size"] = failing;
 
   if (correct) {
-    // The time, where it stands in the built-in ladder, and why, on bench's input.
-    const std::string input = e.bench_input == "default" ? default_bench_input() : e.bench_input;
-    const HostImage frame =
-        input == "synthetic" ? io::synthetic_frame(1920, 1080) : io::load_image(input);
-    const auto size = parse_wxh(e.bench_size);
-    std::ostringstream log;
-    const PipelineConfig p = exercise_pipeline(e, o.kernel, size->x, size->y, frame, log);
-    Runner r(Backend::Cuda);
-    r.configure(p, frame.desc());
-    r.set_input(frame);
-    r.run();
-    const size_t i = stage_of(r, e.stage);
-    fill_fused_slots(r, i);
-    std::unique_ptr<CounterCollector> counters;
-    if (o.counters) {
-      counters = std::make_unique<CounterCollector>();
-      if (!counters->unavailable().empty()) counters.reset();
+    try {
+      time_and_place(e, o, frame, input, j, correct, failing);
+    } catch (const CudaError&) {
+      throw;  // the context is gone: exit 70 (the kernel host will make this one frame's loss)
+    } catch (const Error& x) {  // the trial at the bench size, an unwritten output
+      correct = false, failing = "bench " + e.bench_size + " (" + x.what() + ")";
+      std::cout << "timing: " << x.what() << "\n";
     }
-    MeasureOptions m;
-    m.reps = o.reps;
-    CopyCeiling copy;
-    Ladder l;
-    l.op = e.stage;
-    l.copy_gbs = measure_copy_bandwidth();
-    const ResolvedStage user = r.stages()[i];
-    for (const ResolvedStage& cfg : ladder_configs(r, i, LadderSpec{})) {
-      if (cfg.variant == user.variant) continue;
-      if (cfg.variant_def().ceiling && l.ceiling_variant.empty())
-        l.ceiling_variant = cfg.variant_def().name;
-      try {
-        l.steps.push_back(measure_step(r, i, cfg, m, counters.get(), copy));
-      } catch (const Error& x) {
-        if (x.kind() != ErrorKind::Refused) throw;
-      }
-    }
-    // The learner's kernel last, its timed runs' own output checked: poisoned first, so a value
-    // the timed runs did not write shows.
-    const std::vector<HostImage> ref = r.reference(i, &user);
-    r.poison_outputs(i, &user);
-    const LadderStep us = measure_step(r, i, user, m, counters.get(), copy);
-    DiffStats timed = r.compare(i, ref, user.math, &user);
-    // And a run after them, poisoned first: a kernel that works only on its first launches fails.
-    r.poison_outputs(i, &user);
-    r.run_stage(i, &user);
-    merge_diff(timed, r.compare(i, ref, user.math, &user));
-    const double pct = l.pct_of_ceiling(us);
-    std::vector<const LadderStep*> order;
-    for (const LadderStep& s : l.steps) order.push_back(&s);
-    std::sort(order.begin(), order.end(), [](const LadderStep* a, const LadderStep* b) {
-      return a->median_us() > b->median_us();
-    });
-    std::string place = "faster than every built-in step";
-    for (size_t k = 0; k < order.size(); ++k)
-      if (order[k]->median_us() <= us.median_us()) {
-        place = k == 0 ? "slower than every built-in step"
-                       : "between " + order[k - 1]->cfg.variant_def().name + " and " +
-                             order[k]->cfg.variant_def().name;
-        break;
-      }
-    const LadderStep* nearest = nullptr;
-    for (const LadderStep& s : l.steps)
-      if (!nearest || std::fabs(std::log(s.median_us() / us.median_us())) <
-                          std::fabs(std::log(nearest->median_us() / us.median_us())))
-        nearest = &s;
-    double target_us = NAN;
-    bool met = false;
-    if (!e.target_step.empty()) {
-      for (const LadderStep& s : l.steps)
-        if (s.cfg.variant_def().name == e.target_step) target_us = s.median_us();
-      met = us.median_us() < target_us;
-    } else {
-      met = pct >= e.target_pct;
-    }
-    if (!timed.pass()) correct = false, failing = "the timed runs' output (" + e.bench_size + ")";
     j["correct"] = correct;
     j["failing_size"] = failing;
-    nlohmann::json ladder = nlohmann::json::array();
-    for (const LadderStep* s : order)
-      ladder.push_back({{"step", step_text(s->cfg)}, {"median_us", json_number(s->median_us())}});
-    j["timing"] = {{"input", input},
-                   {"size", e.bench_size},
-                   {"median_us", json_number(us.median_us())},
-                   {"noise", json_number(us.meas.total.noise)},
-                   {"reps", us.meas.total.n},
-                   {"timed_output_pass", timed.pass()},
-                   {"pct_of_ceiling", json_number(pct)},
-                   {"ceiling", l.ceiling_name()},
-                   {"target", e.target_step.empty() ? fmt("%.0f %% of the ceiling", e.target_pct)
-                                                    : e.target_step},
-                   {"target_us", json_number(target_us)},
-                   {"target_met", met},
-                   {"place", place},
-                   {"ladder", ladder},
-                   {"state", state_json(us.meas.state_start, us.meas.state_end)}};
-    std::cout << "time: " << fmt("%.2f us", us.median_us()) << " median of " << us.meas.total.n
-              << " runs on " << input << " at " << e.bench_size << fmt(", %.1f %% of ", pct)
-              << l.ceiling_name() << "\nplace: " << place << "\ntarget: "
-              << (e.target_step.empty() ? fmt("%.0f %% of the ceiling", e.target_pct)
-                                        : e.target_step + fmt(" (%.2f us)", target_us))
-              << (met ? ": met" : ": not met") << "\n";
-    if (!timed.pass())
-      std::cout << "the timed runs' output: FAIL (" << timed.over << " values over)\n";
-    if (nearest) {
-      const Explanation why = explain(step_facts(*nearest, true), step_facts(us, true));
-      std::cout << "against the nearest built-in step:\n" << explanation_text(why, 3);
-      j["explanation"] = nlohmann::json::parse(explanation_json({why}))[0];
-    }
   }
+  if (sha256_hex(read_live_file(o.kernel)) != sha256_hex(source))
+    throw Error(ErrorKind::Data, o.kernel + " changed while it was being submitted");
   std::cout << (correct ? "correct" : "NOT correct: fails at " + failing) << "\n";
   write_output_file(out_path, j.dump(2) + "\n");
   std::cout << "result: " << out_path << "\n";
@@ -483,40 +502,49 @@ int cmd_exercise_grade(const ExerciseGradeOptions& o) {
           << "median us  % ceil  target  place\n";
   int refused = 0;
   for (const std::string& path : o.results) {
-    nlohmann::json j;
+    // Every field read here, as its type: a result of the wrong shape is refused, not a crash.
+    struct Row {
+      std::string kernel, failing, place, device, version;
+      bool correct = false, met = false;
+      double us = NAN, pct = NAN;
+    } row;
     try {
-      j = nlohmann::json::parse(read_small_file(path, "result"));
+      const nlohmann::json j = nlohmann::json::parse(read_small_file(path, "result"));
       if (!j.is_object() || j.value("format", "") != kResultFormat)
         throw Error(ErrorKind::Data, "not an exercise result");
       if (j.at("exercise").at("sha256").get<std::string>() != sha)
         throw Error(ErrorKind::Data, "made for another exercise (or another version of it)");
+      row.kernel = j.at("kernel").at("sha256").get<std::string>();
+      row.correct = j.at("correct").get<bool>();
+      row.failing = j.value("failing_size", "");
+      row.version = j.value("lab_version", "");
+      if (j.contains("device")) row.device = j.at("device").value("name", "");
+      if (row.correct) {
+        const nlohmann::json& t = j.at("timing");
+        row.us = t.at("median_us").is_number() ? t["median_us"].get<double>() : NAN;
+        row.pct = t.contains("pct_of_ceiling") && t["pct_of_ceiling"].is_number()
+                      ? t["pct_of_ceiling"].get<double>()
+                      : NAN;
+        row.met = t.value("target_met", false);
+        row.place = t.value("place", "");
+      }
     } catch (const std::exception& x) {
       std::cerr << "exercise grade: refused " << printable(path) << ": " << x.what() << "\n";
       ++refused;
       continue;
     }
-    const nlohmann::json t = j.value("timing", nlohmann::json::object());
-    auto num = [&](const char* k) {
-      return t.contains(k) && t[k].is_number() ? t[k].get<double>() : NAN;
-    };
-    const std::string kernel = j["kernel"].value("sha256", "").substr(0, 12);
-    const bool correct = j.value("correct", false);
-    const std::string device = j.contains("device") ? j["device"].value("name", "") : "";
     if (o.csv) {
-      table << csv_text(path) << "," << j["kernel"].value("sha256", "") << "," << (correct ? 1 : 0)
-            << "," << csv_text(j.value("failing_size", "")) << "," << csv_num(num("median_us"))
-            << "," << csv_num(num("pct_of_ceiling")) << ","
-            << (t.value("target_met", false) ? 1 : 0) << "," << csv_text(t.value("place", ""))
-            << "," << csv_text(device) << "," << csv_text(j.value("lab_version", "")) << "\n";
+      table << csv_text(path) << "," << row.kernel << "," << (row.correct ? 1 : 0) << ","
+            << csv_text(row.failing) << "," << csv_num(row.us) << "," << csv_num(row.pct) << ","
+            << (row.met ? 1 : 0) << "," << csv_text(row.place) << "," << csv_text(row.device) << ","
+            << csv_text(row.version) << "\n";
     } else {
       char line[512];
       std::snprintf(line, sizeof line, "%-29s %-13s %-8s %9s  %6s  %-6s  %s\n",
-                    printable(path).substr(0, 29).c_str(), kernel.c_str(), correct ? "yes" : "NO",
-                    format_or_dash("%.2f", num("median_us")).c_str(),
-                    format_or_dash("%.1f", num("pct_of_ceiling")).c_str(),
-                    t.value("target_met", false) ? "met" : "-",
-                    correct ? t.value("place", "").c_str()
-                            : ("fails at " + j.value("failing_size", "")).c_str());
+                    printable(path).substr(0, 29).c_str(), row.kernel.substr(0, 12).c_str(),
+                    row.correct ? "yes" : "NO", format_or_dash("%.2f", row.us).c_str(),
+                    format_or_dash("%.1f", row.pct).c_str(), row.met ? "met" : "-",
+                    row.correct ? row.place.c_str() : ("fails at " + row.failing).c_str());
       table << line;
     }
   }

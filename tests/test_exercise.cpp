@@ -207,6 +207,11 @@ TEST_SUITE("cpu") {
     spit(d / "bob.json", result_for(sha, false, 0));
     spit(d / "eve.json", result_for(sha256_hex("another exercise"), true, 1.0));
     spit(d / "junk.json", "not json");
+    // The right exercise, fields of the wrong type: refused, never an internal error.
+    nlohmann::json odd = nlohmann::json::parse(result_for(sha, true, 2.0));
+    odd["kernel"] = 7;
+    odd["timing"]["target_met"] = "yes";
+    spit(d / "odd.json", odd.dump());
     const std::string ex = (examples() / "blur.lab").string();
     const Result ok = lab_cli("exercise grade " + ex + " " + (d / "ann.json").string() + " " +
                               (d / "bob.json").string());
@@ -221,6 +226,10 @@ TEST_SUITE("cpu") {
     CHECK(refused.code == 65);
     CHECK(has(refused, "refused " + (d / "eve.json").string() + ": made for another exercise"));
     CHECK(has(refused, "refused " + (d / "junk.json").string()));
+    const Result typed = lab_cli("exercise grade " + ex + " " + (d / "odd.json").string());
+    INFO(typed.out);
+    CHECK(typed.code == 65);
+    CHECK(has(typed, "refused " + (d / "odd.json").string()));
     CHECK(has(refused, "8.50"));
     const Result csv = lab_cli("exercise grade --csv " + ex + " " + (d / "ann.json").string());
     CHECK(csv.code == 0);

@@ -176,18 +176,45 @@ TEST_SUITE("cpu") {
       CHECK(c.rule.rfind("stall:", 0) != 0);
       CHECK(c.rule != "dram_read");
     }
-    // A static fact that explains ranks above the bytes model, which is not a measurement.
+    // Nothing measured moved: the bytes model and the static SASS mix explain, and neither is
+    // called a measurement (an unrolled loop has more loads in its code and executes fewer).
     const ExplainChange* top = e.top();
     REQUIRE(top);
-    CHECK(top->measured);
-    CHECK(top->rule == "mix:ld global");
-    REQUIRE(find_change(e, "model_bytes"));
-    CHECK_FALSE(find_change(e, "model_bytes")->measured);
+    CHECK_FALSE(top->measured);
+    CHECK(top->rule == "model_bytes");
+    REQUIRE(find_change(e, "mix:ld global"));
+    CHECK(find_change(e, "mix:ld global")->explains);
+    CHECK_FALSE(find_change(e, "mix:ld global")->measured);
     REQUIRE(e.notes.size() == 1);
     CHECK(has(e.notes[0],
               "counters unavailable (counters unavailable: no permission): the "
               "explanation uses time, bytes and the static facts only"));
     CHECK(e.regime.empty());
+  }
+
+  TEST_CASE("explain: a quantity where higher is faster explains a speedup when it rose") {
+    StepFacts a = tiled(), b = tiled();
+    a.achieved_occ = 0.30, a.theoretical_occ = 0.375, a.limiter = "shared memory";
+    b.us = a.us / 1.5, b.achieved_occ = 0.70, b.theoretical_occ = 0.75, b.limiter = "warps";
+    const Explanation e = explain(a, b);
+    CHECK(e.verdict == Verdict::Faster);
+    const ExplainChange* top = e.top();
+    REQUIRE(top);
+    CHECK(top->rule == "achieved_occ");
+    CHECK(has(top->sentence, "achieved occupancy rose from 30 % to 70 %"));
+    const ExplainChange* t = find_change(e, "theoretical_occ");
+    REQUIRE(t);
+    CHECK(t->explains);
+    CHECK(has(t->sentence, "(limited by shared memory, then by warps)"));
+  }
+
+  TEST_CASE("explain: a time that is not known is said so, not called noise") {
+    StepFacts a = tiled(), b = tiled();
+    b.us = NAN;
+    const Explanation e = explain(a, b);
+    CHECK(e.verdict == Verdict::Unknown);
+    CHECK(has(e.headline, "not known"));
+    CHECK_FALSE(e.top());
   }
 
   TEST_CASE("explain: spills, launches and a missing SASS mix") {

@@ -310,8 +310,10 @@ struct LiveUi {
   // (`kernel-lab exercise submit` in a child: the same checks and timing as the command line).
   std::optional<Exercise> exercise;
   std::string exercise_path;
-  std::future<CapturedRun> submission;
-  std::string submitted;  // the last submission's report
+  std::string exercise_kernel;        // where the editor's text is saved to submit it
+  std::unique_ptr<Child> submission;  // killed with its group if the lab quits first
+  std::chrono::steady_clock::time_point submitted_at;
+  std::string submitted;  // the submission's report, as it arrives
   // Autosave: the text last written, and when.
   std::string saved_text;
   std::chrono::steady_clock::time_point saved_at;

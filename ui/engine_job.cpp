@@ -137,6 +137,7 @@ void engine_frame(GuiApp& app, bool wait) {
     }
   }
   if (app.job.valid() || app.gpu_lost || app.quit) return;
+  if (app.live.submission) return;  // an exercise is being timed: the GPU is its alone
   JobInput in;
   in.sampler = app.sampler.get();
   const Op* lab = playground_of(app.ui.pipeline);
@@ -413,9 +414,12 @@ FrameResult run_job(Runner& r, JobInput in) {
                                                         in.ab->counters, tick));
         // explain's words (its SASS mix reads this executable once per kernel, then caches);
         // the CPU references have nothing to explain.
-        if (r.backend() == Backend::Cuda)
-          out.ab_why = std::make_shared<Explanation>(
-              explain(step_facts(out.ab->a.step, true), step_facts(out.ab->b.step, true)));
+        if (r.backend() == Backend::Cuda) {
+          const StepFacts fa = step_facts(out.ab->a.step, true);
+          tick();
+          out.ab_why = std::make_shared<Explanation>(explain(fa, step_facts(out.ab->b.step, true)));
+          tick();
+        }
       } catch (const CudaError&) {
         throw;
       } catch (const Error& e) {
@@ -437,9 +441,11 @@ FrameResult run_job(Runner& r, JobInput in) {
         if (r.backend() == Backend::Cuda) out.ceilings = measured_ceilings(l->copy_gbs);
         if (r.backend() == Backend::Cuda) {  // each step against the one before
           auto why = std::make_shared<std::vector<Explanation>>();
-          for (size_t k = 1; k < l->steps.size(); ++k)
+          for (size_t k = 1; k < l->steps.size(); ++k) {  // cuobjdump per kernel: a sign of life
             why->push_back(
                 explain(step_facts(l->steps[k - 1], true), step_facts(l->steps[k], true)));
+            p.last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+          }
           out.ladder_why = std::move(why);
         }
         out.ladder = std::move(l);

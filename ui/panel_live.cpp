@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <future>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <string>
 
 #include "app_state.h"
@@ -235,17 +237,21 @@ void exercise_section(GuiApp& app) {
   tip("submit checks your kernel at every size class (1x1, a tile less and more one pixel, odd, "
       "prime, 4K) with values drawn at submit time, times it as bench does beside the built-in "
       "steps, and explains it against the nearest one");
-  ImGui::BeginDisabled(L.submission.valid() || app.opt.backend != Backend::Cuda);
-  if (ImGui::Button(L.submission.valid() ? "submitting..." : "submit")) {
+  ImGui::BeginDisabled(L.submission != nullptr || app.opt.backend != Backend::Cuda);
+  if (ImGui::Button(L.submission ? "submitting..." : "submit")) {
     try {
-      const std::string kernel =
-          (std::filesystem::path(live_dir()) / ("exercise-" + e.stage + ".cu")).string();
-      write_live_file(kernel, with_live_options(editor_text(app), L.opts));
-      const std::vector<std::string> argv = {self_executable(),      "exercise", "submit",
-                                             L.exercise_path,        kernel,     "-o",
-                                             kernel + ".result.json"};
-      L.submission = std::async(std::launch::async, [argv] { return run_captured(argv, 900); });
-      L.submitted = "submitting " + kernel + " ...";
+      write_live_file(L.exercise_kernel, with_live_options(editor_text(app), L.opts));
+      const std::vector<std::string> argv = {self_executable(),
+                                             "exercise",
+                                             "submit",
+                                             L.exercise_path,
+                                             L.exercise_kernel,
+                                             "-o",
+                                             L.exercise_kernel + ".result.json"};
+      std::string why;
+      L.submission = Child::spawn(argv, {ChildIo::Pipes, true, ""}, &why);
+      L.submitted = L.submission ? "submitting " + L.exercise_kernel + " ...\n" : why;
+      L.submitted_at = std::chrono::steady_clock::now();
     } catch (const Error& x) {
       L.submitted = x.what();
     }
@@ -254,7 +260,8 @@ void exercise_section(GuiApp& app) {
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("%s", app.opt.backend == Backend::Cuda
                                 ? "save the editor's text and run `kernel-lab exercise submit` "
-                                  "on it; the result file goes beside the saved kernel"
+                                  "on it in a child process; the lab's own frames pause "
+                                  "meanwhile, so that its timings have the GPU to themselves"
                                 : "submitting runs the kernel on a GPU: none in use");
   if (!L.submitted.empty()) {
     ImGui::BeginChild("submission", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 8), true,
@@ -265,6 +272,35 @@ void exercise_section(GuiApp& app) {
         "time, its place among the built-in steps, the target, and why; the Diff panel and the "
         "viewport's \"compare\" show your kernel's error on the current input");
   }
+}
+
+// The submission's output as it arrives (never blocking a frame, unless a scripted run waits),
+// and its end: the exit status, or killed past 900 s.
+void poll_submission(GuiApp& app, bool wait) {
+  LiveUi& L = app.live;
+  if (!L.submission) return;
+  Child& c = *L.submission;
+  for (bool more = true; more;) {
+    pollfd fds[2] = {{c.out_fd, POLLIN, 0}, {c.err_fd, POLLIN, 0}};
+    more = false;
+    if (poll(fds, 2, wait ? 100 : 0) <= 0) break;
+    for (const pollfd& f : fds) {
+      if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      const ssize_t got = read(f.fd, buf, sizeof buf);
+      if (got > 0 && L.submitted.size() < (size_t(1) << 20)) L.submitted.append(buf, size_t(got));
+      more = more || got > 0;
+    }
+  }
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - L.submitted_at).count();
+  if (s > 900) c.kill(), L.submitted += "the submission did not finish in 900 s: stopped\n";
+  if (!c.exited() && !c.reap(wait ? -1 : 0)) return;
+  const int st = c.status();
+  L.submitted += WIFEXITED(st) ? "exit status " + std::to_string(WEXITSTATUS(st)) +
+                                     (WEXITSTATUS(st) == 0 ? " (correct)\n" : "\n")
+                               : status_words(st) + "\n";
+  L.submission.reset();
 }
 
 }  // namespace
@@ -499,9 +535,18 @@ void init_live(GuiApp& app) {
       app.live.exercise = e;
       app.live.exercise_path = opt.exercise;
       app.live.stage = e.stage;
-      app.live.opts = read_live_options(e.starter, app.live.opts);
+      // The learner's kernel for this exercise: named after its file, reopened where it was left.
+      const std::string stem = std::filesystem::path(opt.exercise).stem().string();
+      app.live.exercise_kernel =
+          (std::filesystem::path(live_dir()) / ("exercise-" + stem + ".cu")).string();
+      std::error_code ec;
+      const bool mine = std::filesystem::is_regular_file(app.live.exercise_kernel, ec);
+      const std::string src = mine ? read_live_file(app.live.exercise_kernel) : e.starter;
+      app.live.opts = read_live_options(src, app.live.opts);
       app.live.text.assign(64 * 1024, '\0');
-      set_live_source(app, e.starter);
+      set_live_source(app, src);
+      app.live.status = mine ? "your last submitted kernel, " + app.live.exercise_kernel
+                             : "the exercise's starter";
       app.live.compile_when_input = true;
     } catch (const Error& e) {
       app.ui.message = app.live.status = e.what();
@@ -535,15 +580,7 @@ void update_live(GuiApp& app, bool wait) {
   }
   poll_live(app);
   autosave_live(app, false);
-  LiveUi& L = app.live;
-  if (L.submission.valid() &&
-      (wait || L.submission.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
-    const CapturedRun r = L.submission.get();
-    L.submitted = r.out + r.err +
-                  (!r.started    ? "the submission could not start\n"
-                   : r.timed_out ? "the submission did not finish in 900 s\n"
-                                 : "exit status " + std::to_string(r.status) + "\n");
-  }
+  poll_submission(app, wait);
 }
 
 }  // namespace lab::ui

@@ -90,6 +90,10 @@ Exercise parse_exercise(const std::string& text, const std::string& path) {
     if (o.def.name == e.stage) op = &o;
   if (!op) throw Error(ErrorKind::Data, where + "no stage " + printable(e.stage));
   if (!live_refusal(*op).empty()) throw Error(ErrorKind::Data, where + live_refusal(*op));
+  bool in_pipeline = false;
+  for (const StageConfig& s : default_pipeline("keypoints").stages) in_pipeline |= s.op == e.stage;
+  if (!in_pipeline)
+    throw Error(ErrorKind::Data, where + e.stage + " is not a stage of the keypoint pipeline");
   if (e.starter.empty()) throw Error(ErrorKind::Data, where + "no starter kernel");
   if (!is_hex(e.salt) || e.salt.size() < 16) throw Error(ErrorKind::Data, where + "a bad salt");
   if (!e.target_step.empty() && op->find_variant(e.target_step) < 0)

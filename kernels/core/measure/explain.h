@@ -78,14 +78,15 @@ struct ExplainChange {
   double a = NAN, b = NAN;
   double score = 0;       // rank: weight x |ln(b / a)|
   bool explains = false;  // moved in the direction of the faster side
-  bool measured = false;  // a counter or a static fact (not the bytes model)
+  bool measured = false;  // a counter or a static fact of the build (not the model, not the mix)
   std::string sentence;   // "DRAM reads fell 3.1x, from 27.4 to 8.8 MB: ..."
 };
 
-enum class Verdict { Faster, Slower, Noise };
-const char* verdict_name(Verdict v);  // "faster", "slower", "noise"
+enum class Verdict { Faster, Slower, Noise, Unknown };  // Unknown: a time is missing
+const char* verdict_name(Verdict v);                    // "faster", "slower", "noise", "unknown"
 
 struct Explanation {
+  std::string stage;  // the stage or playground (set by the caller; JSON only)
   StepFacts a, b;
   double ratio = NAN;  // a.us / b.us: above 1, B is faster
   Verdict verdict = Verdict::Noise;

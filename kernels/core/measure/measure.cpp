@@ -107,13 +107,17 @@ Measurement finish(const std::vector<LaunchRecord>& recs,
 }  // namespace
 
 Measurement measure_stage(Runner& r, size_t i, const ResolvedStage& cfg, const MeasureOptions& o) {
-  for (int w = 0; w < o.warmup; ++w) r.run_stage(i, &cfg);
+  for (int w = 0; w < o.warmup; ++w) {
+    if (o.poison_each) r.poison_outputs(i, &cfg);
+    r.run_stage(i, &cfg);
+  }
   DeviceState state_start = state_now(r);
   const double before = clock_now(r);
   std::vector<LaunchRecord> recs;
   std::vector<std::vector<double>> per_launch;
   std::vector<double> total;
   timed_loop(o, total, [&] {
+    if (o.poison_each) r.poison_outputs(i, &cfg);  // enqueued before the run's delay and events
     timed_run(r, o, i, &cfg);
     take_launches(r, recs, per_launch);
     total.push_back(1e3 * r.stage_ms()[i]);

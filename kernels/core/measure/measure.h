@@ -27,6 +27,10 @@ struct MeasureOptions {
   double max_noise = 0;         // > 0: stop once the median's relative standard error is below
   bool cold_l2 = false;         // flush the L2 before each timed run (DRAM-cold figures)
   double queue_ahead_us = 200;  // the GPU-side delay the launches queue behind (0: none)
+  // measure_stage: poison the stage's outputs before each warm-up and timed run, outside its
+  // events (exercise submissions: a kernel that skips work once its output looks written fails
+  // the check after the last run).
+  bool poison_each = false;
 };
 
 // Order statistics of one timed quantity, in microseconds.
