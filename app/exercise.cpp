@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "bench_report.h"
@@ -83,6 +84,40 @@ std::string default_lesson(const Op& op, size_t start, const std::string& target
   return s;
 }
 
+// The starter holds the start's kernel and the helpers it uses, not the later steps' kernels
+// (the op's header holds them all): each other step's kernel definition, with the comment lines
+// and template line just above it, is cut out (its name: its live call up to '<' or '(').
+std::string without_other_steps(std::string src, const Op& op, size_t keep) {
+  auto name_of = [](const std::string& call) { return call.substr(0, call.find_first_of("<(")); };
+  const std::string kept = name_of(op.def.variants[keep].live_call);
+  for (size_t v = 0; v < op.def.variants.size(); ++v) {
+    const std::string name = name_of(op.def.variants[v].live_call);
+    if (v == keep || name.empty() || name == kept) continue;
+    std::smatch m;  // "__device__ void\n    name(" as clang-format breaks it, too
+    if (!std::regex_search(src, m, std::regex("__device__\\s+void\\s+" + name + "\\s*\\(")))
+      continue;
+    const size_t at = size_t(m.position(0));
+    size_t open = src.find('{', at), end = open;
+    for (int depth = 0; end < src.size(); ++end) {
+      depth += src[end] == '{' ? 1 : src[end] == '}' ? -1 : 0;
+      if (depth == 0 && src[end] == '}') break;
+    }
+    if (open == std::string::npos || end >= src.size()) continue;
+    size_t begin = src.rfind('\n', at == 0 ? 0 : at - 1);
+    begin = begin == std::string::npos ? 0 : begin + 1;
+    // The template line and the comment lines above it belong to it.
+    while (begin > 0) {
+      const size_t prev = src.rfind('\n', begin - 2);
+      const size_t line = prev == std::string::npos ? 0 : prev + 1;
+      const std::string text = trim(src.substr(line, begin - line));
+      if (!starts_with(text, "//") && !starts_with(text, "template")) break;
+      begin = line;
+    }
+    src.erase(begin, end + 1 - begin + (end + 1 < src.size() && src[end + 1] == '\n'));
+  }
+  return src;
+}
+
 }  // namespace
 
 // ---- make ------------------------------------------------------------------------------------
@@ -97,7 +132,9 @@ int cmd_exercise_make(const ExerciseMakeOptions& o) {
   e.stage = o.stage;
   e.start = o.start;
   const VariantDef& sv = op.def.variants[size_t(start)];
-  e.starter = live_copy_source(op, size_t(start), sv.default_block, MathMode::Precise, nullptr);
+  e.starter = without_other_steps(
+      live_copy_source(op, size_t(start), sv.default_block, MathMode::Precise, nullptr), op,
+      size_t(start));
   if (e.starter.empty())
     throw Error(ErrorKind::Usage, "exercise make --start " + o.start +
                                       ": not one kernel launch, so it has no live copy");

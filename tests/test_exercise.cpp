@@ -6,10 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "check.h"
 #include "exercise.h"
+#include "live.h"
+#include "registry.h"
 #include "support.h"
 
 namespace fs = std::filesystem;
@@ -116,6 +119,43 @@ TEST_SUITE("cpu") {
       CHECK(x.code == 64);
       CHECK(has(x, c.says));
     }
+    fs::remove_all(d);
+  }
+
+  TEST_CASE("exercise: a starter holds its step's kernel, not the later steps', and compiles") {
+    const fs::path d = scratch("starter");
+    size_t made = 0;
+    for (const char* stage : {"blur", "sobel", "harris", "nms"}) {
+      const lab::Op& op = lab::find_op(stage);
+      for (size_t v = 0; v < op.def.variants.size(); ++v) {
+        const lab::VariantDef& vd = op.def.variants[v];
+        if (vd.live_call.empty()) continue;
+        const std::string target =
+            v + 1 < op.def.variants.size() ? op.def.variants[v + 1].name : op.def.variants[0].name;
+        const fs::path f = d / (std::string(stage) + "_" + vd.name + ".lab");
+        const Result r = lab_cli("exercise make " + std::string(stage) + " --start " + vd.name +
+                                 " --target " + target + " -o " + f.string());
+        INFO(stage << "/" << vd.name << "\n" << r.out);
+        REQUIRE(r.code == 0);
+        const Exercise e = parse_exercise(slurp(f), f.string());
+        auto name_of = [](const std::string& call) {
+          return call.substr(0, call.find_first_of("<("));
+        };
+        auto defines = [&](const std::string& fn) {
+          return std::regex_search(e.starter, std::regex("void\\s+" + fn + "\\s*\\("));
+        };
+        CHECK(defines(name_of(vd.live_call)));
+        for (const lab::VariantDef& other : op.def.variants)
+          if (!other.live_call.empty() && name_of(other.live_call) != name_of(vd.live_call))
+            CHECK_MESSAGE(!defines(name_of(other.live_call)), name_of(other.live_call));
+        lab::LiveOptions o = lab::read_live_options(e.starter, lab::LiveOptions{});
+        o.arch = 90;
+        const lab::LiveBuild b = lab::live_compile(e.starter, o);
+        CHECK_MESSAGE(b.ok, b.log);
+        ++made;
+      }
+    }
+    CHECK(made >= 19);
     fs::remove_all(d);
   }
 
