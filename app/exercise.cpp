@@ -115,7 +115,7 @@ std::string without_other_steps(std::string src, const Op& op, size_t keep) {
     }
     src.erase(begin, end + 1 - begin + (end + 1 < src.size() && src[end + 1] == '\n'));
   }
-  return src;
+  return std::regex_replace(src, std::regex("\n{3,}"), "\n\n");  // the gaps they left
 }
 
 }  // namespace
