@@ -301,6 +301,16 @@ void poll_submission(GuiApp& app, bool wait) {
                                      (WEXITSTATUS(st) == 0 ? " (correct)\n" : "\n")
                                : status_words(st) + "\n";
   L.submission.reset();
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 1 && L.exercise) {  // not correct: show where
+    const auto& slots = app.view.slots;
+    for (size_t k = 0; k < slots.size(); ++k)
+      if (slots[k].name == L.exercise->stage) app.ui.slot = int(k);
+    app.ui.view = 2;  // |output - reference|, from the next 'compare'
+    app.ui.compare_requested = true;
+    L.submitted +=
+        "The Viewport now shows |your output - the CPU reference| on the current input (the "
+        "size that failed may differ: its first mismatches are listed above).\n";
+  }
 }
 
 }  // namespace
