@@ -10,6 +10,8 @@
 
 #include "check.h"
 #include "explain.h"
+#include "occupancy.h"
+#include "registry.h"
 
 using namespace lab;
 
@@ -244,6 +246,67 @@ TEST_SUITE("cpu") {
     CHECK_FALSE(e.top());
     REQUIRE(!e.notes.empty());
     CHECK(has(e.notes.back(), "no quantity the lab reads moved enough"));
+  }
+
+  TEST_CASE("explain: a step's facts: counters summed, weighted by duration or instructions") {
+    LadderStep st;
+    st.cfg.op = &find_op("blur");
+    st.cfg.variant = size_t(st.cfg.op->find_variant("v4_rows"));
+    st.cfg.block = {32, 8};
+    st.model_bytes = 7.5e6;
+    static const int kernel = 0;  // any address: an own kernel, not a library call
+    for (int n = 0; n < 2; ++n) {
+      LaunchTiming l;
+      l.rec.func = &kernel;
+      l.rec.attrs.regs = n ? 40 : 32;
+      l.rec.attrs.local_bytes = 8;
+      l.rec.est.occupancy = 0.75;
+      l.rec.est.limiter = Limiter::Registers;
+      st.meas.launches.push_back(l);
+    }
+    st.meas.total.median_us = 12.5, st.meas.total.noise = 0.004;
+    // Without counters: why, and the static facts all the same.
+    StepFacts f = step_facts(st, false);
+    CHECK(f.name == "v4_rows 32x8 precise");
+    CHECK(f.delta == st.cfg.variant_def().delta);
+    CHECK(f.us == 12.5);
+    CHECK(f.launches == 2);
+    CHECK_FALSE(f.counted);
+    CHECK(f.counters_why == "counters were not collected");
+    CHECK(std::isnan(f.dram_read));
+    CHECK(f.regs == 40);  // the most of the step's kernels
+    CHECK(f.local_bytes == 8);
+    CHECK(f.theoretical_occ == 0.75);
+    CHECK(f.limiter == "registers");
+    CHECK(std::isnan(f.mix[0]));
+    // With counters: bytes and instructions summed; L2 hit rate and throughputs weighted by
+    // duration; stalls per instruction weighted by instructions (a reason one launch lacks is 0).
+    CounterValues a, b;
+    a.dram_read_bytes = 1e6, a.dram_write_bytes = 2e5, b.dram_read_bytes = 3e6,
+    b.dram_write_bytes = 0;
+    a.duration_ns = 1000, b.duration_ns = 3000;
+    a.l2_hit_pct = 80, b.l2_hit_pct = 40;
+    a.sm_throughput_pct = 20, b.sm_throughput_pct = 60;
+    a.mem_throughput_pct = 90, b.mem_throughput_pct = 30;
+    a.achieved_occupancy_pct = 50, b.achieved_occupancy_pct = 70;
+    a.inst_executed = 1000, b.inst_executed = 3000;
+    a.stalls = {{"long_scoreboard", "", 4.0}};
+    b.stalls = {{"long_scoreboard", "", 2.0}, {"barrier", "", 1.0}};
+    st.counted = true;
+    st.counters.report.ok = true;
+    st.counters.report.ranges = {a, b};
+    f = step_facts(st, false);
+    CHECK(f.counted);
+    CHECK(f.dram_read == 4e6);
+    CHECK(f.dram_write == 2e5);
+    CHECK(f.inst_executed == 4000);
+    CHECK(f.l2_hit_pct == doctest::Approx((80 * 1000 + 40 * 3000) / 4000.0));
+    CHECK(f.sm_pct == doctest::Approx(50));
+    CHECK(f.mem_pct == doctest::Approx(45));
+    CHECK(f.achieved_occ == doctest::Approx(0.65));
+    CHECK(f.stalls.at("long_scoreboard") == doctest::Approx((4.0 * 1000 + 2.0 * 3000) / 4000));
+    CHECK(f.stalls.at("barrier") == doctest::Approx(3000 / 4000.0));
+    CHECK(f.stalls.count("wait") == 0);
   }
 
   TEST_CASE("explain: facts survive their JSON; a malformed file is a data error") {
