@@ -240,6 +240,12 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
       << " ms\n";
 }
 
+size_t stage_index(const Runner& r, const std::string& name) {
+  for (size_t i = 0; i < r.stages().size(); ++i)
+    if (r.stages()[i].op->def.name == name) return i;
+  throw Error(ErrorKind::Usage, printable(name) + " is not a stage of this pipeline");
+}
+
 // ---- explain ---------------------------------------------------------------------------------
 
 namespace {
@@ -297,12 +303,6 @@ ResolvedStage explain_config(const Runner& r, size_t i, const ExplainSpec& e) {
   return cfg;
 }
 
-size_t stage_index(const Runner& r, const std::string& name) {
-  for (size_t i = 0; i < r.stages().size(); ++i)
-    if (r.stages()[i].op->def.name == name) return i;
-  throw Error(ErrorKind::Usage, "explain: " + printable(name) + " is not a stage of this pipeline");
-}
-
 }  // namespace
 
 int cmd_explain(const CommonOptions& common, const ExplainOptions& o) {
@@ -345,7 +345,6 @@ int cmd_explain(const CommonOptions& common, const ExplainOptions& o) {
   };
   r.run();
   std::vector<Explanation> out;
-  std::vector<std::string> stage_of;
   CopyCeiling copy;
   if (!stage.empty()) {
     const size_t i = stage_index(r, stage);
@@ -355,7 +354,6 @@ int cmd_explain(const CommonOptions& common, const ExplainOptions& o) {
     const LadderStep sb = measure_step(r, i, b, o.measure, counters.get(), copy);
     out.push_back(explain(facts(sa), facts(sb)));
     out.back().stage = stage;
-    stage_of.push_back(stage);
   } else {
     for (size_t i = 0; i < r.stages().size(); ++i) {
       const std::string& name = r.stages()[i].op->def.name;
@@ -363,10 +361,11 @@ int cmd_explain(const CommonOptions& common, const ExplainOptions& o) {
       fill_fused_slots(r, i);
       const Ladder l = run_ladder(r, i, LadderSpec{}, o.measure, counters.get());
       for (const std::string& n : l.notes) std::cerr << "explain: " << name << ": " << n << "\n";
-      for (size_t k = 1; k < l.steps.size(); ++k) {
-        out.push_back(explain(facts(l.steps[k - 1]), facts(l.steps[k])));
-        out.back().stage = name;
-        stage_of.push_back(name);
+      std::vector<StepFacts> steps;
+      for (const LadderStep& st : l.steps) steps.push_back(facts(st));
+      for (Explanation& e : explain_steps(steps)) {
+        e.stage = name;
+        out.push_back(std::move(e));
       }
     }
   }
@@ -379,7 +378,7 @@ int cmd_explain(const CommonOptions& common, const ExplainOptions& o) {
          << " warm-up, L2-warm; counters DRAM-cold"
          << (counters ? "" : " (none here: " + no_counters + ")") << "\n";
     for (size_t k = 0; k < out.size(); ++k)
-      text << "\n== " << stage_of[k] << "\n" << explanation_text(out[k]);
+      text << "\n== " << out[k].stage << "\n" << explanation_text(out[k]);
   }
   if (o.out.empty())
     std::cout << text.str();

@@ -119,6 +119,8 @@ int cmd_bench(const CommonOptions& c, const BenchOptions& o);
 int cmd_run(const CommonOptions& c, const RunOptions& o);
 int cmd_copy(const CopyOptions& o);
 int cmd_explain(const CommonOptions& c, const ExplainOptions& o);
+// The index of the stage named `name` in the runner's pipeline; Error(Usage) when it has none.
+size_t stage_index(const Runner& r, const std::string& name);
 int cmd_asm(const AsmOptions& o);
 
 // --kernel-file / --replace: compiles the file (NVRTC) and, with a GPU, runs it once in a trial

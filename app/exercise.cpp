@@ -29,22 +29,6 @@ namespace lab::app {
 namespace {
 
 constexpr const char* kResultFormat = "kernel-lab exercise result 1";
-constexpr size_t kMaxFile = size_t(16) << 20;
-
-std::string read_small_file(const std::string& path, const char* what) {  // a result file
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(ErrorKind::NoInput, std::string(what) + " " + printable(path) + ": cannot open");
-  std::string bytes;
-  char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    bytes.append(buf, size_t(in.gcount()));
-    if (bytes.size() > kMaxFile)
-      throw Error(ErrorKind::Data, std::string(what) + " " + printable(path) + ": over 16 MiB");
-  }
-  return bytes;
-}
-
 std::string random_hex(size_t bytes) {
   std::random_device rd;
   std::string s;
@@ -54,16 +38,6 @@ std::string random_hex(size_t bytes) {
     s += b;
   }
   return s;
-}
-
-// The stage must be in the keypoint pipeline and take live kernels.
-const Op& exercise_op(const std::string& stage) {
-  const Op& op = find_op(stage);
-  const std::string why = live_refusal(op);
-  if (!why.empty()) throw Error(ErrorKind::Usage, "exercise: " + stage + ": " + why);
-  for (const StageConfig& s : default_pipeline("keypoints").stages)
-    if (s.op == stage) return op;
-  throw Error(ErrorKind::Usage, "exercise: " + stage + " is not a stage of the keypoint pipeline");
 }
 
 // The lesson a made exercise starts with: the steps from start to target, each with its delta.
@@ -123,7 +97,9 @@ std::string without_other_steps(std::string src, const Op& op, size_t keep) {
 // ---- make ------------------------------------------------------------------------------------
 
 int cmd_exercise_make(const ExerciseMakeOptions& o) {
-  const Op& op = exercise_op(o.stage);
+  const Op& op = find_op(o.stage);  // an unknown stage: "unknown stage" with the known ones
+  const std::string why = exercise_stage_refusal(o.stage);
+  if (!why.empty()) throw Error(ErrorKind::Usage, "exercise: " + why);
   const int start = op.find_variant(o.start);
   if (start < 0)
     throw Error(ErrorKind::Usage,
@@ -242,12 +218,6 @@ PipelineConfig exercise_pipeline(const Exercise& e, const std::string& kernel_pa
   return p;
 }
 
-size_t stage_of(const Runner& r, const std::string& name) {
-  for (size_t i = 0; i < r.stages().size(); ++i)
-    if (r.stages()[i].op->def.name == name) return i;
-  throw Error(ErrorKind::Internal, "exercise: no stage " + name);
-}
-
 // The first few values over the limit, in raster order: where to look. NaN and Inf are values:
 // equal to the reference only where it holds the same.
 std::vector<std::string> first_mismatches(const Runner& r, const ResolvedStage& cfg,
@@ -292,7 +262,7 @@ SizeCheck check_size(const Exercise& e, const std::string& kernel_path, const st
   r.configure(p, img.desc());
   r.set_input(img);
   r.run();
-  const size_t i = stage_of(r, e.stage);
+  const size_t i = stage_index(r, e.stage);
   const ResolvedStage cfg = r.stages()[i];
   const std::vector<HostImage> ref = r.reference(i, &cfg);
   r.poison_outputs(i, &cfg);
@@ -322,7 +292,7 @@ void time_and_place(const Exercise& e, const ExerciseSubmitOptions& o, const Hos
   r.configure(p, frame.desc());
   r.set_input(frame);
   r.run();
-  const size_t i = stage_of(r, e.stage);
+  const size_t i = stage_index(r, e.stage);
   fill_fused_slots(r, i);
   std::unique_ptr<CounterCollector> counters;
   if (o.counters) {

@@ -210,6 +210,15 @@ TEST_SUITE("cpu") {
     CHECK(has(t->sentence, "(limited by shared memory, then by warps)"));
   }
 
+  TEST_CASE("explain: a ladder's steps, each against the one before") {
+    const std::vector<Explanation> es = explain_steps({naive(), tiled(), tiled()});
+    REQUIRE(es.size() == 2);
+    CHECK(es[0].verdict == Verdict::Faster);
+    CHECK(es[0].a.name == naive().name);
+    CHECK(es[1].verdict == Verdict::Noise);
+    CHECK(explain_steps({naive()}).empty());
+  }
+
   TEST_CASE("explain: a time that is not known is said so, not called noise") {
     StepFacts a = tiled(), b = tiled();
     b.us = NAN;

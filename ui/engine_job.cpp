@@ -440,13 +440,12 @@ FrameResult run_job(Runner& r, JobInput in) {
         // The roofline's compute ceiling, in the same run (tens of milliseconds).
         if (r.backend() == Backend::Cuda) out.ceilings = measured_ceilings(l->copy_gbs);
         if (r.backend() == Backend::Cuda) {  // each step against the one before
-          auto why = std::make_shared<std::vector<Explanation>>();
-          for (size_t k = 1; k < l->steps.size(); ++k) {  // cuobjdump per kernel: a sign of life
-            why->push_back(
-                explain(step_facts(l->steps[k - 1], true), step_facts(l->steps[k], true)));
+          std::vector<StepFacts> facts;      // cuobjdump per kernel: a sign of life after each
+          for (const LadderStep& st : l->steps) {
+            facts.push_back(step_facts(st, true));
             p.last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
           }
-          out.ladder_why = std::move(why);
+          out.ladder_why = std::make_shared<const std::vector<Explanation>>(explain_steps(facts));
         }
         out.ladder = std::move(l);
       } catch (const CudaError&) {

@@ -85,18 +85,12 @@ Exercise parse_exercise(const std::string& text, const std::string& path) {
   } catch (const nlohmann::json::exception& x) {
     throw Error(ErrorKind::Data, where + x.what());
   }
-  const Op* op = nullptr;
-  for (const Op& o : registry())
-    if (o.def.name == e.stage) op = &o;
-  if (!op) throw Error(ErrorKind::Data, where + "no stage " + printable(e.stage));
-  if (!live_refusal(*op).empty()) throw Error(ErrorKind::Data, where + live_refusal(*op));
-  bool in_pipeline = false;
-  for (const StageConfig& s : default_pipeline("keypoints").stages) in_pipeline |= s.op == e.stage;
-  if (!in_pipeline)
-    throw Error(ErrorKind::Data, where + e.stage + " is not a stage of the keypoint pipeline");
+  const std::string why = exercise_stage_refusal(e.stage);
+  if (!why.empty()) throw Error(ErrorKind::Data, where + why);
+  const Op& op = find_op(e.stage);
   if (e.starter.empty()) throw Error(ErrorKind::Data, where + "no starter kernel");
   if (!is_hex(e.salt) || e.salt.size() < 16) throw Error(ErrorKind::Data, where + "a bad salt");
-  if (!e.target_step.empty() && op->find_variant(e.target_step) < 0)
+  if (!e.target_step.empty() && op.find_variant(e.target_step) < 0)
     throw Error(ErrorKind::Data, where + "no step " + printable(e.target_step) + " of " + e.stage);
   if (e.target_step.empty() && !(e.target_pct > 0 && e.target_pct <= 100))
     throw Error(ErrorKind::Data, where + "the target percent must be in (0, 100]");
@@ -104,19 +98,36 @@ Exercise parse_exercise(const std::string& text, const std::string& path) {
   return e;
 }
 
-Exercise read_exercise(const std::string& path, std::string* bytes_out) {
+std::string read_small_file(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::NoInput, "exercise " + printable(path) + ": cannot open");
+  if (!in)
+    throw Error(ErrorKind::NoInput, std::string(what) + " " + printable(path) + ": cannot open");
   std::string bytes;
   char buf[65536];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     bytes.append(buf, size_t(in.gcount()));
     if (bytes.size() > kMaxFile)
-      throw Error(ErrorKind::Data, "exercise " + printable(path) + ": over 16 MiB");
+      throw Error(ErrorKind::Data, std::string(what) + " " + printable(path) + ": over 16 MiB");
   }
+  return bytes;
+}
+
+Exercise read_exercise(const std::string& path, std::string* bytes_out) {
+  std::string bytes = read_small_file(path, "exercise");
   Exercise e = parse_exercise(bytes, path);
   if (bytes_out) *bytes_out = std::move(bytes);
   return e;
+}
+
+std::string exercise_stage_refusal(const std::string& stage) {
+  const Op* op = nullptr;
+  for (const Op& o : registry())
+    if (o.def.name == stage) op = &o;
+  if (!op) return "no stage " + printable(stage);
+  if (!live_refusal(*op).empty()) return live_refusal(*op);
+  for (const StageConfig& s : default_pipeline("keypoints").stages)
+    if (s.op == stage) return "";
+  return stage + " is not a stage of the keypoint pipeline";
 }
 
 }  // namespace lab

@@ -30,6 +30,12 @@ Exercise parse_exercise(const std::string& text, const std::string& path);
 // An exercise file read and parsed: Error(NoInput) when it cannot be opened, Error(Data) when it
 // is over 16 MiB or not an exercise. `bytes` receives the file (its hash names the exercise).
 Exercise read_exercise(const std::string& path, std::string* bytes = nullptr);
+// A file of at most 16 MiB (an exercise, a result): Error(NoInput) when it cannot be opened,
+// Error(Data) past the limit; `what` names it in the message.
+std::string read_small_file(const std::string& path, const char* what);
+// Why `stage` cannot be an exercise's stage ("" when it can): not an op, no live kernels, or not
+// a stage of the keypoint pipeline.
+std::string exercise_stage_refusal(const std::string& stage);
 // SHA-256 of bytes, lower-case hex (OpenSSL's libcrypto).
 std::string sha256_hex(const std::string& bytes);
 bool is_hex(const std::string& s);

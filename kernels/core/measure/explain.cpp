@@ -380,6 +380,12 @@ Explanation explain(const StepFacts& a, const StepFacts& b) {
   return e;
 }
 
+std::vector<Explanation> explain_steps(const std::vector<StepFacts>& steps) {
+  std::vector<Explanation> out;
+  for (size_t k = 1; k < steps.size(); ++k) out.push_back(explain(steps[k - 1], steps[k]));
+  return out;
+}
+
 // ---- output ----------------------------------------------------------------------------------
 
 std::string explanation_text(const Explanation& e, size_t max_changes) {

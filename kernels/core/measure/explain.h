@@ -98,6 +98,9 @@ struct Explanation {
   const ExplainChange* top() const;
 };
 
+// Each step against the one before (a ladder's story), every step's facts computed once.
+std::vector<Explanation> explain_steps(const std::vector<StepFacts>& steps);
+
 // B against A. Within the noise: |ln(a/b)| under max(1 %, 2 x the two noises combined).
 Explanation explain(const StepFacts& a, const StepFacts& b);
 
