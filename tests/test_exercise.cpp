@@ -317,8 +317,10 @@ TEST_SUITE("gpu") {
     fs::remove_all(d);
   }
 
-  // Kernels that would pass a weaker check: NaN everywhere, a kernel that stops at 4K, one that
-  // works only on its first launches (the timed runs' output is checked).
+  // Kernels that would pass a weaker check: NaN everywhere, one wrong only one pixel past a
+  // block, one that skips the partial blocks (the tail), one that returns its input (right at
+  // 1x1, where the blur of one pixel is that pixel), one that stops at 4K, one that works only on
+  // its first launches (the timed runs' output is checked).
   LAB_GPU_CASE("exercise: kernels that cheat or break fail at a named size") {
     const fs::path d = scratch("cheat");
     const fs::path ex = examples() / "blur.lab";
@@ -330,21 +332,38 @@ TEST_SUITE("gpu") {
       std::string source;
       const char* fails_at;
     };
-    std::string small_only = blur, first_only = blur;
-    small_only.replace(small_only.find("  if (!inside(out[0], x, y)) return;"),
-                       std::string("  if (!inside(out[0], x, y)) return;").size(),
-                       "  if (!inside(out[0], x, y) || out[0].width > 2000) return;");
-    first_only.replace(first_only.find("__global__"), 0, "__device__ int launches;\n");
-    first_only.replace(first_only.find("  if (!inside(out[0], x, y)) return;"),
-                       std::string("  if (!inside(out[0], x, y)) return;").size(),
-                       "  if (x == 0 && y == 0) atomicAdd(&launches, 1);\n"
-                       "  if (!inside(out[0], x, y) || launches > 3) return;");
+    const std::string guard = "  if (!inside(out[0], x, y)) return;";
+    const auto with_guard = [&](const std::string& before, const std::string& replacement) {
+      std::string s = blur;
+      s.replace(s.find(guard), guard.size(), replacement);
+      if (!before.empty()) s.replace(s.find("__global__"), 0, before);
+      return s;
+    };
+    const std::string edge =
+        with_guard("",
+                   "  if (!inside(out[0], x, y) ||\n"
+                   "      (out[0].width % LAB_BLOCK_X == 1 && x == out[0].width - 1)) return;");
+    const std::string tail = with_guard(
+        "",
+        "  if (!inside(out[0], x, y) || x >= out[0].width / LAB_BLOCK_X * LAB_BLOCK_X) return;");
+    const std::string input = with_guard("",
+                                         "  if (!inside(out[0], x, y)) return;\n"
+                                         "  out[0].at(x, y) = clamped(src, x, y);\n  return;");
+    const std::string small_only =
+        with_guard("", "  if (!inside(out[0], x, y) || out[0].width > 2000) return;");
+    const std::string first_only =
+        with_guard("__device__ int launches;\n",
+                   "  if (x == 0 && y == 0) atomicAdd(&launches, 1);\n"
+                   "  if (!inside(out[0], x, y) || launches > 3) return;");
     const Case cases[] = {
         {"nan",
          head + "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
                 "  const int x = lab_x(), y = lab_y();\n"
                 "  if (inside(out[0], x, y)) out[0].at(x, y) = __int_as_float(0x7fc00000);\n}\n",
          "NOT correct: fails at 1x1"},
+        {"edge", edge, "NOT correct: fails at tile+1"},
+        {"tail", tail, "NOT correct: fails at 1x1"},
+        {"input", input, "NOT correct: fails at tile-1"},
         {"small", small_only, "NOT correct: fails at 4k 3840x2160"},
         {"first", first_only, "NOT correct: fails at the timed runs' output"},
     };
