@@ -15,7 +15,7 @@
 #include "live.h"
 #include "output_file.h"
 #include "printable.h"
-#include "trial.h"
+#include "kernel_host.h"
 #if defined(LAB_WITH_GUI)
 #include "gui.h"
 #endif
@@ -135,6 +135,12 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("--trial-timeout", o.trial_timeout_s,
                   "seconds the --kernel-file kernel's trial run (once, in a child process, "
                   "before it enters the lab) may take; one that takes longer is not installed")
+      ->capture_default_str()
+      ->check(finite())
+      ->check(CLI::Range(0.1, 600.0));
+  cmd->add_option("--frame-deadline", o.frame_deadline_s,
+                  "seconds each frame of the --kernel-file kernel may take in the kernel host "
+                  "(its child process); one that overruns is killed and reported (exit 70)")
       ->capture_default_str()
       ->check(finite())
       ->check(CLI::Range(0.1, 600.0));

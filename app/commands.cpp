@@ -34,7 +34,7 @@
 #include "presets.h"
 #include "printable.h"
 #include "stats.h"
-#include "trial.h"
+#include "kernel_host.h"
 
 namespace lab::app {
 
@@ -102,6 +102,7 @@ struct Session {
   }
   LabInputs lab_in;
   double input_read_ms = 0;  // the source's read of the first frame
+  LiveHosting hosting;       // a live kernel's host, when --kernel-file installed one
 };
 
 // The next frame of a source read directly (files, synthetic, the first frame of a camera),
@@ -135,10 +136,12 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
   PipelineConfig p = build_pipeline(c);
   const Backend b = pick_backend(c.device);
   if (const Op* lab = playground_of(p)) {
-    install_live_kernel(p, c, b, nullptr);
+    LiveHosting hosting = install_live_kernel(p, c, b, nullptr);
     // A playground: inputs generated from the size and seed, no frame source.
-    auto s =
-        std::unique_ptr<Session>(new Session{std::move(p), Runner(b), nullptr, {}, 0, lab, {}});
+    auto s = std::unique_ptr<Session>(
+        new Session{std::move(p), Runner(b), nullptr, {}, 0, lab, {}, 0, {}});
+    s->hosting = std::move(hosting);
+    s->runner.set_remote(s->hosting.launches.get());
     s->lab_in = make_lab_inputs(*lab, c.size, c.seed);
     s->runner.configure_lab(s->pipeline, s->lab_in);
     if (c.graph && b == Backend::Cuda) s->runner.set_graph(true);
@@ -155,9 +158,11 @@ std::unique_ptr<Session> open_session(const CommonOptions& c) {
   size_t skipped = 0;
   io::Frame first = next_frame(*source, skipped);
   std::shared_ptr<const HostImage> in = first.image;
-  install_live_kernel(p, c, b, in.get());  // its trial runs on this first frame
-  auto s = std::unique_ptr<Session>(
-      new Session{std::move(p), Runner(b), std::move(source), std::move(in), skipped, nullptr, {}});
+  LiveHosting hosting = install_live_kernel(p, c, b, in.get());  // its trial: on this frame
+  auto s = std::unique_ptr<Session>(new Session{
+      std::move(p), Runner(b), std::move(source), std::move(in), skipped, nullptr, {}, 0, {}});
+  s->hosting = std::move(hosting);
+  s->runner.set_remote(s->hosting.launches.get());
   s->input_read_ms = first.read_ms;
   if (b == Backend::Cuda) s->runner.set_upload_mode(upload);
   s->runner.configure(s->pipeline, s->input->desc());
@@ -177,11 +182,11 @@ std::string bad_pixel(const DiffStats& d) {
 
 }  // namespace
 
-void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
-                         const HostImage* frame, std::ostream& log) {
+LiveHosting install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
+                                const HostImage* frame, std::ostream& log) {
   if (c.kernel_file.empty() != c.replace.empty())
     throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");
-  if (c.kernel_file.empty()) return;
+  if (c.kernel_file.empty()) return {};
   StageConfig* stage = nullptr;
   for (StageConfig& s : p.stages)
     if (s.op == c.replace) stage = &s;
@@ -204,7 +209,7 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
   if (b != Backend::Cuda) {
     std::cerr << "kernel-lab: " << c.kernel_file
               << " compiles; without a GPU it cannot run (the CPU references run)\n";
-    return;
+    return {};
   }
   // The trial: one run in a child process, on this input, before the kernel may enter.
   TrialRequest req;
@@ -216,8 +221,9 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
   TrialLimits limits;
   limits.timeout_s = c.trial_timeout_s;
   limits.memcheck = c.trial_memcheck;
-  TrialRunner trial(trial_command());
-  const TrialReport rep = trial.run(req, limits);
+  LiveHosting h;
+  h.host = std::make_unique<KernelHost>(trial_command());
+  const TrialReport rep = h.host->run(req, limits);
   for (const MemcheckFinding& f : rep.memcheck)
     std::cerr << c.kernel_file << ":" << f.line << ": memcheck: " << f.text << "\n";
   if (!rep.passed())
@@ -227,6 +233,17 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
   log << "kernel: trial passed in " << fmt("%.0f", rep.trial_ms) << " ms"
       << (rep.memchecked ? " under memcheck (no finding)" : "") << ": " << rep.message << "\n";
   const auto t0 = std::chrono::steady_clock::now();
+  // Its frames run in the trial's child, kept warm (under memcheck the trial had its own).
+  const TrialReport inst = h.host->install(build, limits);
+  if (!inst.passed())
+    throw Error(ErrorKind::Internal, c.kernel_file + ": the kernel host " +
+                                         trial_outcome_name(inst.outcome) + ": " + inst.message);
+  const HostTransport transport = host_transport_for(device_info().integrated);
+  h.launches = std::make_unique<HostedLaunches>(*h.host, transport, c.frame_deadline_s);
+  log << "kernel: runs in the kernel host (process " << h.host->child_pid() << ", slots by "
+      << host_transport_name(transport) << ", frame deadline " << fmt("%g", c.frame_deadline_s)
+      << " s)\n";
+  // Loaded here too, never run here: its attributes (registers, shared memory) for the views.
   auto kernel = std::make_shared<LiveKernel>(build);
   stage->custom = make_live_op(base, kernel);
   stage->variant = "user";
@@ -238,6 +255,7 @@ void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
                                             std::chrono::steady_clock::now() - t0)
                                             .count())
       << " ms\n";
+  return h;
 }
 
 size_t stage_index(const Runner& r, const std::string& name) {

@@ -5,10 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "image_source.h"
+#include "kernel_host.h"
 #include "measure.h"
 #include "pipeline.h"
 #include "runner.h"
@@ -27,6 +29,7 @@ struct CommonOptions {
   std::string replace;                 // ... replacing this stage's kernel (variant "user")
   double trial_timeout_s = 2.0;        // its trial run's time limit ...
   bool trial_memcheck = false;         // ... and whether it runs under compute-sanitizer
+  double frame_deadline_s = 2.0;       // each of its frames in the kernel host
   bool graph = false;                  // replay the pipeline as a CUDA graph (run, bench, gui)
   std::string upload = "auto";         // auto | pageable | pinned | mapped
   std::vector<std::string> variants, blocks, maths, params;
@@ -124,13 +127,20 @@ size_t stage_index(const Runner& r, const std::string& name);
 int cmd_asm(const AsmOptions& o);
 
 // --kernel-file / --replace: compiles the file (NVRTC) and, with a GPU, runs it once in a trial
-// child process (trial.h) on `frame` (null: a playground's generated inputs) under
+// child process (kernel_host.h) on `frame` (null: a playground's generated inputs) under
 // --trial-timeout (and --trial-memcheck); only a kernel that passed becomes the replaced stage's
 // variant "user". Throws Error(Data) for a missing file, one that does not compile (its
 // diagnostics go to stderr) or a kernel that leaves outputs unwritten, Error(Usage) for a stage
 // that cannot take it, Error(Internal) for a trial that faulted, did not finish or crashed.
 // What it did (compiled, trial passed, loaded) goes to `log`.
-void install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
-                         const HostImage* frame, std::ostream& log = std::cout);
+// The kernel then runs in the kernel host (kernel_host.h): the trial's child, kept warm, with
+// the kernel installed; attach `launches` to the runner (Runner::set_remote). Both null when
+// there is no kernel file or no GPU.
+struct LiveHosting {
+  std::unique_ptr<KernelHost> host;
+  std::unique_ptr<HostedLaunches> launches;
+};
+LiveHosting install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backend b,
+                                const HostImage* frame, std::ostream& log = std::cout);
 
 }  // namespace lab::app

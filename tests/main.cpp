@@ -15,10 +15,14 @@
 #include "frame_source.h"
 #include "live.h"
 
+// The kernel host's fake child (test_kernel_host.cpp).
+int fake_host_main(const std::string& mode);
+
 int main(int argc, char** argv) {
   // live_compile runs NVRTC in a child of this executable: the tests' compiles land here.
   if (argc == 2 && std::strcmp(argv[1], "__compile") == 0)
     return lab::live_compile_child_main(0, 1);
+  if (argc == 3 && std::strcmp(argv[1], "__fake_host") == 0) return fake_host_main(argv[2]);
   bool gpu_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

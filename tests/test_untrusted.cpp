@@ -22,7 +22,7 @@
 #include "presets.h"
 #include "runner.h"
 #include "support.h"
-#include "trial.h"
+#include "kernel_host.h"
 
 namespace fs = std::filesystem;
 
@@ -56,8 +56,8 @@ std::string write_file(const std::string& name, const std::string& bytes) {
 }
 
 // A fake child: a shell script that behaves as the test says.
-lab::TrialRunner fake(const std::string& script) {
-  return lab::TrialRunner({"/bin/sh", "-c", script});
+lab::KernelHost fake(const std::string& script) {
+  return lab::KernelHost({"/bin/sh", "-c", script});
 }
 
 lab::TrialRequest small_request() {
@@ -215,7 +215,7 @@ TEST_SUITE("cpu") {
       CHECK_MESSAGE(r.message.find("no CUDA device found") != std::string::npos, r.message);
     }
     SUBCASE("cannot be started") {
-      lab::TrialRunner t({"/nonexistent/kernel-lab", "__trial"});
+      lab::KernelHost t({"/nonexistent/kernel-lab", "__trial"});
       const lab::TrialReport r = t.run(small_request(), quick());
       CHECK(r.outcome == O::Error);
       CHECK_MESSAGE(r.message.find("cannot start") != std::string::npos, r.message);
@@ -226,7 +226,7 @@ TEST_SUITE("cpu") {
   TEST_CASE("trial: the real child without a GPU says so in one line" *
             doctest::skip(lab::device_info().present)) {
     const char* env = std::getenv("LAB_CLI");
-    lab::TrialRunner t({env && *env ? env : LAB_CLI_PATH, "__trial"});
+    lab::KernelHost t({env && *env ? env : LAB_CLI_PATH, "__trial"});
     const lab::TrialReport r = t.run(small_request(), quick());
     CHECK(r.outcome == lab::TrialOutcome::Error);
     CHECK_MESSAGE(r.message.find("has no GPU") != std::string::npos, r.message);
@@ -521,7 +521,7 @@ TEST_SUITE("gpu") {
     using O = lab::TrialOutcome;
     const lab::HostImage frame = lab::io::synthetic_frame(640, 480, 3, 4);
     const char* env = std::getenv("LAB_CLI");
-    lab::TrialRunner t({env && *env ? env : LAB_CLI_PATH, "__trial"});
+    lab::KernelHost t({env && *env ? env : LAB_CLI_PATH, "__trial"});
     lab::TrialLimits limits;
     limits.timeout_s = 2.0;
 

@@ -31,7 +31,7 @@
 #include "runner.h"
 #include "subprocess.h"
 #include "text.h"
-#include "trial.h"
+#include "kernel_host.h"
 
 namespace lab::ui {
 
@@ -294,7 +294,7 @@ struct LiveUi {
   double to_running_ms = 0;  // compile start to the first frame that ran it
   int cursor_line = 1;       // in the editor
   // The trial: a warm child process (used by the live worker only: one compile at a time).
-  std::unique_ptr<TrialRunner> trial;
+  std::unique_ptr<KernelHost> trial;
   float trial_timeout_s = 2.0f;
   bool memcheck = false;
   std::string memcheck_why;         // empty when compute-sanitizer was found

@@ -99,8 +99,8 @@ void start_live_compile(GuiApp& app) {
   TrialLimits limits;
   limits.timeout_s = L.trial_timeout_s;
   limits.memcheck = L.memcheck && L.memcheck_why.empty();
-  if (gpu && !L.trial) L.trial = std::make_unique<TrialRunner>(trial_command());
-  TrialRunner* trial = gpu ? L.trial.get() : nullptr;
+  if (gpu && !L.trial) L.trial = std::make_unique<KernelHost>(trial_command());
+  KernelHost* trial = gpu ? L.trial.get() : nullptr;
   L.started = std::chrono::steady_clock::now();
   L.status = gpu ? "compiling, then a trial run..." : "compiling...";
   const auto started = L.started;
@@ -325,7 +325,7 @@ void draw_live_panel(GuiApp& app) {
   // The panel is open: the trial process starts now, so that its CUDA context is made while the
   // user types, not when "compile and run" is pressed.
   if (app.opt.backend == Backend::Cuda && !L.trial && !L.job.valid()) {
-    L.trial = std::make_unique<TrialRunner>(trial_command());
+    L.trial = std::make_unique<KernelHost>(trial_command());
     L.trial->warm();
   }
   const std::vector<std::string> stages = live_stages(app);

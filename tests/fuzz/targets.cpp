@@ -20,7 +20,7 @@
 #include "npy.h"
 #include "output_file.h"
 #include "presets.h"
-#include "trial.h"
+#include "kernel_host.h"
 
 namespace lab::fuzz {
 namespace {

@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "device.h"
+#include "driver_entry.h"
 
 // The range profiler arrived with CUPTI API version 24 (CUDA 12.6); CUDA 13 counts from 130000.
 // LAB_COUNTERS_NO_RANGE_PROFILER forces the fallback, to compile-check it on a new toolkit.
@@ -223,26 +224,6 @@ const Library& cupti_library() {
   return lib;
 }
 
-// A driver API function through the runtime, which holds libcuda open already.
-template <class F>
-bool driver_function(const char* name, F& fn) {
-  void* p = nullptr;
-#if CUDART_VERSION >= 12050
-  cudaDriverEntryPointQueryResult found{};
-  const bool ok =
-      cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) == cudaSuccess &&
-      found == cudaDriverEntryPointSuccess;
-#elif CUDART_VERSION >= 12000
-  cudaDriverEntryPointQueryResult found{};
-  const bool ok = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &found) == cudaSuccess &&
-                  found == cudaDriverEntryPointSuccess;
-#else
-  const bool ok = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault) == cudaSuccess;
-#endif
-  cudaGetLastError();
-  fn = ok ? reinterpret_cast<F>(p) : nullptr;
-  return fn != nullptr;
-}
 
 class CuptiBackend final : public CounterBackend {
  public:

@@ -18,6 +18,9 @@
 
 namespace lab {
 
+class WireWriter;
+class WireReader;
+
 // What NVRTC is asked for.
 struct LiveOptions {
   bool fast_math = false;  // --use_fast_math
@@ -34,6 +37,10 @@ struct LiveOptions {
 // with_live_options() writes (or replaces) it at the top of the source.
 LiveOptions read_live_options(const std::string& source, LiveOptions o);
 std::string with_live_options(const std::string& source, const LiveOptions& o);
+
+// The options on the wire (the compiler child, the kernel host), in one fixed order.
+void put_live_options(WireWriter& w, const LiveOptions& o);
+LiveOptions get_live_options(WireReader& in);
 
 // The NVRTC command line for these options (also shown in the editor).
 std::vector<std::string> live_nvrtc_options(const LiveOptions& o);

@@ -57,13 +57,15 @@ bool unframe(const std::string& m, std::string* payload) {
   return true;
 }
 
-void put_options(WireWriter& w, const LiveOptions& o) {
+}  // namespace
+
+void put_live_options(WireWriter& w, const LiveOptions& o) {
   w.pod(uint8_t(o.fast_math)), w.pod(int32_t(o.max_regs)), w.pod(uint8_t(o.line_info));
   w.pod(int32_t(o.block.x)), w.pod(int32_t(o.block.y));
   w.pod(int32_t(o.px)), w.pod(int32_t(o.rows)), w.pod(int32_t(o.arch));
 }
 
-LiveOptions get_options(WireReader& in) {
+LiveOptions get_live_options(WireReader& in) {
   LiveOptions o;
   o.fast_math = in.pod<uint8_t>() != 0;
   o.max_regs = in.pod<int32_t>();
@@ -72,6 +74,8 @@ LiveOptions get_options(WireReader& in) {
   o.px = in.pod<int32_t>(), o.rows = in.pod<int32_t>(), o.arch = in.pod<int32_t>();
   return o;
 }
+
+namespace {
 
 std::string size_words(uint64_t bytes) {
   const uint64_t mib = bytes >> 20;
@@ -126,7 +130,7 @@ LiveBuild live_compile(const std::string& source, const LiveOptions& o, const st
 
   WireWriter req;
   req.str(source);
-  put_options(req, resolved);
+  put_live_options(req, resolved);
   req.pod(uint64_t(limits.memory_bytes));
   const std::string request = framed(req);
 
@@ -240,7 +244,7 @@ int live_compile_child_main(int in_fd, int out_fd) {
   try {
     WireReader in(payload);
     const std::string source = in.str();
-    const LiveOptions o = get_options(in);
+    const LiveOptions o = get_live_options(in);
     const uint64_t memory = in.pod<uint64_t>();
     in.end();
     // The limit is on what compiling adds: the binary and its libraries (cuBLAS alone maps over

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "check.h"
+#include "subprocess.h"
 
 namespace lab {
 
@@ -70,5 +71,21 @@ class WireReader {
   const std::string& m_s;
   size_t m_at = 0;
 };
+
+// A message on a stream (the trial child and kernel host's socket): 4 magic bytes, a type byte,
+// the payload's length (u64), the payload.
+std::string wire_frame(const char* magic, char type, const std::string& payload);
+
+// One message read by a deadline. io is Ok with type and payload; Eof when the other end closed
+// before a message began; Timeout; Failed or Eof with `problem` set for garbage (not a message,
+// an announced length over `max_payload`) or a message cut short, in words.
+struct WireFrame {
+  IoResult io = IoResult::Ok;
+  char type = 0;
+  std::string payload;
+  std::string problem;
+};
+WireFrame read_wire_frame(int fd, const char* magic, uint64_t max_payload,
+                          const SteadyClock::time_point* deadline);
 
 }  // namespace lab

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "check.h"
 #include "device.h"
@@ -12,7 +13,8 @@ namespace lab {
 
 LaunchRecorder::~LaunchRecorder() {
   close_range();
-  for (auto& [a, b] : m_events) cudaEventDestroy(a), cudaEventDestroy(b);
+  for (auto& [a, b] : m_events)
+    if (a) cudaEventDestroy(a), cudaEventDestroy(b);
 }
 
 void LaunchRecorder::refuse_if_unlaunchable(const void* func, const char* name, dim3 grid,
@@ -49,11 +51,10 @@ void LaunchRecorder::begin(cudaStream_t stream, size_t stage, const std::string&
   rec.block = block;
   rec.dyn_smem = smem;
   const size_t n = m_launches.size();
-  while (m_events.size() <= n) {
-    cudaEvent_t a, b;
-    LAB_CUDA_CHECK(cudaEventCreate(&a));
-    LAB_CUDA_CHECK(cudaEventCreate(&b));
-    m_events.emplace_back(a, b);
+  while (m_events.size() <= n) m_events.emplace_back(nullptr, nullptr);
+  if (!m_events[n].first) {  // new, or left empty by a remote launch
+    LAB_CUDA_CHECK(cudaEventCreate(&m_events[n].first));
+    LAB_CUDA_CHECK(cudaEventCreate(&m_events[n].second));
   }
   m_launches.push_back(std::move(rec));
   {
@@ -77,6 +78,21 @@ void LaunchRecorder::end(cudaStream_t stream) {
   LAB_CUDA_CHECK(cudaGetLastError());
 }
 
+void LaunchRecorder::add_remote(size_t stage, const std::string& kernel, dim3 grid, dim3 block,
+                                float ms, const KernelAttrs& attrs, int blocks_per_sm) {
+  LaunchRecord r;
+  r.stage = stage;
+  r.kernel = kernel;
+  r.grid = grid, r.block = block;
+  r.ms = ms;
+  r.attrs = attrs;
+  r.blocks_per_sm = blocks_per_sm;
+  r.remote = true;
+  fill_estimates(r, nullptr);
+  m_launches.push_back(std::move(r));
+  while (m_events.size() < m_launches.size()) m_events.emplace_back(nullptr, nullptr);
+}
+
 void LaunchRecorder::clear() {
   m_launches.clear();
   std::lock_guard<std::mutex> lock(m_progress_mu);
@@ -98,18 +114,30 @@ void LaunchRecorder::close_range() {
 }
 
 double LaunchRecorder::collect(bool timed) {
+  // The span runs from the first local launch's start to the last one's end; a remote launch
+  // (timed in the kernel host) adds its own time.
+  size_t first = SIZE_MAX, last = 0;
+  double remote_ms = 0;
   for (size_t n = 0; n < m_launches.size(); ++n) {
     LaunchRecord& r = m_launches[n];
+    if (r.remote) {
+      remote_ms += r.ms;
+      continue;
+    }
     if (timed)
       LAB_CUDA_CHECK(cudaEventElapsedTime(&r.ms, m_events[n].first, m_events[n].second));
     else
       r.ms = std::nanf("");
     if (r.func) fill_occupancy(r);
+    first = std::min(first, n), last = n;
   }
-  if (!timed || m_launches.empty()) return 0;
+  if (!timed) return 0;
+  if (first == SIZE_MAX) return remote_ms;
+  // A remote launch inside the span is already in it (the stream waited for the child).
   float ms = 0;
-  LAB_CUDA_CHECK(
-      cudaEventElapsedTime(&ms, m_events[0].first, m_events[m_launches.size() - 1].second));
+  LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, m_events[first].first, m_events[last].second));
+  for (size_t n = 0; n < m_launches.size(); ++n)
+    if (m_launches[n].remote && (n < first || n > last)) ms += m_launches[n].ms;
   return ms;
 }
 
@@ -145,6 +173,10 @@ void LaunchRecorder::fill_occupancy(LaunchRecord& r) {
     it = fi.blocks_per_sm.emplace(key, n).first;
   }
   r.blocks_per_sm = it->second;
+  fill_estimates(r, fi.sm87);
+}
+
+void LaunchRecorder::fill_estimates(LaunchRecord& r, const Sm87Resource* sm87) {
   const KernelResources res{r.threads(), r.attrs.regs, r.attrs.static_smem, r.dyn_smem};
   const DeviceInfo& d = device_info();
   if (const ArchLimits* arch = arch_limits(d.major, d.minor))
@@ -152,10 +184,10 @@ void LaunchRecorder::fill_occupancy(LaunchRecord& r) {
   // Orin: the sm_87 build's own registers and shared memory (read from ptxas at build time),
   // found by the kernel's mangled name; this GPU's counts when the name cannot be had.
   KernelResources orin_res = res;
-  r.orin_from_sm87_build = fi.sm87 != nullptr;
-  if (fi.sm87) {
-    orin_res.regs_per_thread = fi.sm87->regs;
-    orin_res.static_smem = size_t(fi.sm87->smem);
+  r.orin_from_sm87_build = sm87 != nullptr;
+  if (sm87) {
+    orin_res.regs_per_thread = sm87->regs;
+    orin_res.static_smem = size_t(sm87->smem);
   }
   if (const ArchLimits* orin = arch_limits(8, 7)) r.orin = estimate_occupancy(*orin, orin_res);
 }

@@ -44,6 +44,9 @@ struct LaunchRecord {
   bool orin_from_sm87_build = false;  // registers from the sm_87 build (else this GPU's)
   // Another step's code ran for this one ("v3_selected_once: below sm_90"); empty: its own.
   std::string runs;
+  // It ran in the kernel host (a live kernel): its time, attributes and occupancy are the
+  // child's, measured there by this same recorder.
+  bool remote = false;
   int threads() const { return int(block.x * block.y * block.z); }
 };
 
@@ -67,6 +70,9 @@ class LaunchRecorder {
   void end(cudaStream_t stream);
   // Closes the ranges of a launch whose launcher threw (no end event, no check).
   void close_range();
+  // A launch that ran in the kernel host, as the child measured it (remote; no events here).
+  void add_remote(size_t stage, const std::string& kernel, dim3 grid, dim3 block, float ms,
+                  const KernelAttrs& attrs, int blocks_per_sm);
 
   // Inside a graph capture, or when a frame is timed as a whole: no event pair per launch.
   void set_untimed(bool on) { m_untimed = on; }
@@ -93,6 +99,8 @@ class LaunchRecorder {
   };
   FuncInfo& func_info(const void* func);
   void fill_occupancy(LaunchRecord& r);
+  // The occupancy estimates (this GPU's, Orin's) from a record's threads and attributes.
+  static void fill_estimates(LaunchRecord& r, const Sm87Resource* sm87);
 
   std::vector<LaunchRecord> m_launches;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> m_events;  // one pair per record, reused

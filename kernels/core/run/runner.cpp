@@ -259,6 +259,14 @@ void Runner::reset_graph() {
   m_graph_exec = nullptr;
   m_graph = nullptr;
   m_graph_launches.clear();
+  for (Piece& p : m_split)
+    if (p.exec) cudaGraphExecDestroy(p.exec);
+  m_split.clear();
+}
+
+void Runner::set_remote(RemoteLaunches* r) {
+  if (r != m_remote) reset_graph();
+  m_remote = r;
 }
 
 void Runner::set_upload_mode(UploadMode m) {
@@ -346,10 +354,95 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
   }
   const StageRanges ranges(s);
   Context ctx(*this, i, s);
-  if (const auto& live = s.variant_def().live)
+  if (s.variant_def().live && m_remote)
+    run_hosted(i, s, args);
+  else if (const auto& live = s.variant_def().live)
     launch_live(ctx, args, *live, s.op->def.params);
   else
     s.op->launcher(s.variant, s.math)(ctx, args);
+}
+
+bool Runner::hosted(size_t i) const {
+  return m_remote && m_stages[i].enabled && !m_skip[i] && m_stages[i].variant_def().live;
+}
+
+void Runner::run_hosted(size_t i, const ResolvedStage& s, const StageArgs& args) {
+  LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));  // what it reads is written
+  const RemoteLaunch r = m_remote->launch(s.op->def.name, args, s.op->def.params, m_stream);
+  m_rec.add_remote(i, "user_kernel", r.grid, r.block, r.ms, r.attrs, r.blocks_per_sm);
+}
+
+// The graph split at hosted stages: each run of in-process stages is its own graph, captured
+// once after an eager frame (as the whole graph is); the hosted stage runs between them.
+void Runner::enqueue_split() {
+  if (m_split.empty()) {
+    m_use_graph = false;
+    const bool per_launch = m_per_launch;
+    m_per_launch = true;
+    m_rec.clear();
+    enqueue_all();
+    collect();
+    m_use_graph = true;
+    m_per_launch = per_launch;
+    std::vector<Piece> pieces;
+    for (size_t i = 0; i < m_stages.size();) {
+      Piece p;
+      p.first = i;
+      if (hosted(i)) {
+        p.end = ++i;
+      } else {
+        while (i < m_stages.size() && !hosted(i)) ++i;
+        p.end = i;
+      }
+      pieces.push_back(std::move(p));
+    }
+    m_rec.set_untimed(true);
+    try {
+      for (Piece& p : pieces) {
+        if (hosted(p.first)) continue;
+        m_rec.clear();
+        LAB_CUDA_CHECK(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeThreadLocal));
+        cudaGraph_t g = nullptr;
+        try {
+          for (size_t j = p.first; j < p.end; ++j) {
+            if (!m_stages[j].enabled)
+              bypass(j);
+            else if (!m_skip[j])
+              enqueue_stage(j);
+          }
+        } catch (...) {
+          cudaStreamEndCapture(m_stream, &g);
+          if (g) cudaGraphDestroy(g);
+          cudaGetLastError();
+          throw;
+        }
+        LAB_CUDA_CHECK(cudaStreamEndCapture(m_stream, &g));
+        const cudaError_t e = cudaGraphInstantiateWithFlags(&p.exec, g, 0);
+        cudaGraphDestroy(g);
+        LAB_CUDA_CHECK(e);
+        p.launches = m_rec.launches();
+      }
+    } catch (...) {
+      m_rec.set_untimed(false);
+      for (Piece& p : pieces)
+        if (p.exec) cudaGraphExecDestroy(p.exec);
+      throw;
+    }
+    m_rec.set_untimed(false);
+    m_split = std::move(pieces);
+  }
+  m_rec.clear();
+  LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[0], m_stream));
+  for (const Piece& p : m_split) {
+    if (p.exec) {
+      for (const LaunchRecord& r : p.launches) m_rec.launches().push_back(r);
+      LAB_CUDA_CHECK(cudaGraphLaunch(p.exec, m_stream));
+    } else {
+      enqueue_stage(p.first);
+    }
+  }
+  LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[1], m_stream));
+  m_frame_pair = true;
 }
 
 void Runner::enqueue_all() {
@@ -380,6 +473,12 @@ void Runner::enqueue_all() {
     m_rec.set_untimed(false);
     LAB_CUDA_CHECK(cudaEventRecord(m_graph_ev[1], m_stream));
     m_frame_pair = true;
+    return;
+  }
+  bool any_hosted = false;
+  for (size_t i = 0; i < m_stages.size(); ++i) any_hosted = any_hosted || hosted(i);
+  if (any_hosted) {
+    enqueue_split();
     return;
   }
   if (!m_graph_exec) {

@@ -27,6 +27,25 @@ namespace lab {
 enum class Backend { Cpu, Cuda };
 const char* backend_name(Backend b);
 
+// A launch that ran outside this process, as it was measured there.
+struct RemoteLaunch {
+  dim3 grid, block;
+  float ms = 0;
+  KernelAttrs attrs;
+  int blocks_per_sm = 0;
+};
+
+// Where live kernels run when not in this process: the kernel host (kernel_host.h). The runner
+// calls it with the stage's slots once its stream is idle (host synchronisation: the stages
+// before have written what it reads) and records the launch it reports; it throws for a launch
+// that failed, and the runner's later stages do not run.
+class RemoteLaunches {
+ public:
+  virtual ~RemoteLaunches() = default;
+  virtual RemoteLaunch launch(const std::string& stage, const StageArgs& a,
+                              const std::vector<ParamSpec>& specs, cudaStream_t stream) = 0;
+};
+
 struct SlotInfo {
   std::string name;
   ImageDesc desc;
@@ -81,6 +100,14 @@ class Runner {
   // Flush the L2 before every recorded launch, outside its event pair and range (cold
   // counters, measure.h); off by default.
   void set_flush_before_launch(bool on) { m_flush_each = on; }
+
+  // Live kernels run through `r` (the kernel host), not in this process; null: here. With a
+  // graph, the pipeline runs as graphs split at each such stage (the stages before, the hosted
+  // launch, the stages after).
+  void set_remote(RemoteLaunches* r);
+  bool remote() const { return m_remote != nullptr; }
+  // Whether the last graph frame was split at a hosted stage (the Timings panel says so).
+  bool graph_split() const { return !m_split.empty(); }
 
   // Sends a frame to the input slot in the upload mode (CPU backend: a host copy).
   void set_input(const HostImage& img);
@@ -167,6 +194,9 @@ class Runner {
   ParamMap params_for(const ResolvedStage& s) const;
   std::vector<HostImage> read_inputs(const ResolvedStage& cfg) const;
   void enqueue_all();
+  void enqueue_split();
+  bool hosted(size_t i) const;
+  void run_hosted(size_t i, const ResolvedStage& s, const StageArgs& args);
   void bypass(size_t i);
   void reset_graph();
 
@@ -187,6 +217,13 @@ class Runner {
   cudaGraphExec_t m_graph_exec = nullptr;
   std::vector<LaunchRecord> m_graph_launches;
   cudaEvent_t m_graph_ev[2] = {nullptr, nullptr};
+  RemoteLaunches* m_remote = nullptr;
+  struct Piece {  // of a split graph: a run of in-process stages, or one hosted stage
+    size_t first = 0, end = 0;
+    cudaGraphExec_t exec = nullptr;  // null: the hosted stage `first`
+    std::vector<LaunchRecord> launches;
+  };
+  std::vector<Piece> m_split;
   LaunchRecorder m_rec;
   std::vector<double> m_stage_ms;
   double m_frame_ms = 0, m_enqueue_ms = 0;
