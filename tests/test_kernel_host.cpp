@@ -297,3 +297,77 @@ TEST_SUITE("cpu") {
     CHECK_THROWS_AS(lab::SharedRegion::adopt(dup(other.fd()), 8192, 1), lab::Error);
   }
 }
+
+namespace {
+
+std::string kernels_dir() {
+  const char* env = std::getenv("LAB_EXAMPLES_DIR");
+  return env && *env ? env : LAB_EXAMPLES_DIR;
+}
+
+std::string scratch_dir(const std::string& name) {
+  const std::string d = "/tmp/lab_host_" + std::to_string(getpid()) + "_" + name;
+  shell("rm -rf " + d + " && mkdir -p " + d);
+  return d;
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+  // A user copy of blur in the host gives the built-in's bytes, frame after frame, through
+  // either transport, as a graph too.
+  LAB_GPU_CASE("kernel host: a copy of blur in the host gives the built-in's bytes") {
+    const std::string d = scratch_dir("copy");
+    const std::string in = " --pipeline harris --input " + data_path("dock.jpg") + " --frames 8";
+    REQUIRE(lab_cli("copy blur=v4_rows -o " + d + "/blur.cu").code == 0);
+    const Result built_in = lab_cli("run" + in + " --variant blur=v4_rows --dump " + d + "/a", 120);
+    REQUIRE(built_in.code == 0);
+    for (const char* env : {"", "LAB_KERNEL_HOST_SHARED=1 "}) {
+      for (const char* graph : {"", " --graph"}) {
+        INFO(env << graph);
+        shell("rm -rf " + d + "/b");
+        const Result r =
+            shell(std::string(env) + lab_exe() + " run" + in + graph + " --kernel-file " + d +
+                  "/blur.cu --replace blur --dump " + d + "/b 2>&1");
+        INFO(r.out);
+        REQUIRE(r.code == 0);
+        CHECK(has(r, "runs in the kernel host"));
+        CHECK(has(r, *env ? "page-locked shared memory" : "CUDA IPC"));
+        for (const char* slot : {"blur", "harris"})
+          CHECK(shell("cmp " + d + "/a/" + slot + ".npy " + d + "/b/" + slot + ".npy").code == 0);
+      }
+    }
+    const Result c = lab_cli("check --pipeline harris --input " + data_path("dock.jpg") +
+                                 " --kernel-file " + d + "/blur.cu --replace blur --stage blur",
+                             120);
+    INFO(c.out);
+    CHECK(c.code == 0);
+    shell("rm -rf " + d);
+  }
+
+  // Kernels that pass their trial and fail on their fifth frame: the run stops with exit 70 and
+  // the frame, stage and outcome in words, within a few seconds (the deadline for the loop).
+  LAB_GPU_CASE("kernel host: a late fault, trap or endless loop is exit 70 with words") {
+    struct Case {
+      const char* file;
+      const char* words;
+    };
+    const Case cases[] = {
+        {"fault_later.cu", "frame 5: stage blur, variant user, faulted"},
+        {"trap_later.cu", "frame 5: stage blur, variant user, faulted"},
+        {"loop_later.cu", "frame 5: stage blur, variant user, did not finish in 1 s"},
+    };
+    for (const Case& c : cases) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Result r = lab_cli("run --pipeline harris --input " + data_path("dock.jpg") +
+                                   " --frames 20 --frame-deadline 1 --kernel-file " +
+                                   kernels_dir() + "/" + c.file + " --replace blur",
+                               60);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      INFO(c.file << "\n" << r.out);
+      CHECK(r.code == 70);
+      CHECK(has(r, c.words));
+      CHECK(s < 15.0);
+    }
+  }
+}
