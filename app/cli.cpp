@@ -560,6 +560,7 @@ int run_cli(int argc, char** argv) {
       gui_o.kernel_file = gui_c.kernel_file;
       gui_o.replace = gui_c.replace;
       gui_o.trial_timeout_s = gui_c.trial_timeout_s;
+      gui_o.frame_deadline_s = gui_c.frame_deadline_s;
       gui_o.trial_memcheck = gui_c.trial_memcheck;
       if (gui_o.kernel_file.empty() != gui_o.replace.empty())
         throw Error(ErrorKind::Usage, "--kernel-file and --replace STAGE go together");

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "kernel_host.h"
+#include "live.h"
 #include "support.h"
 #include "wire.h"
 
@@ -369,5 +370,60 @@ TEST_SUITE("gpu") {
       CHECK(has(r, c.words));
       CHECK(s < 15.0);
     }
+  }
+
+  // The GUI: a late fault costs a frame; the lab goes on with blur's built-in variant, the
+  // banner says so, and live frames come back within the target (3 s; BENCHMARKS.md).
+  LAB_GPU_CASE("kernel host: the GUI recovers from a late fault in-process") {
+    for (const char* file : {"fault_later.cu", "loop_later.cu"}) {
+      const Result r = lab_cli("gui --headless --frames 40 --pipeline harris --input " +
+                                   data_path("dock.jpg") + " --frame-deadline 1 --kernel-file " +
+                                   kernels_dir() + "/" + file + " --replace blur",
+                               120);
+      INFO(file << "\n" << r.out);
+      CHECK(r.code == 0);
+      CHECK(has(r, "frame 5: stage blur, variant user"));
+      CHECK(has(r, "the kernel host's child replaced"));
+      const size_t at = r.out.find("live frames again ");
+      REQUIRE(at != std::string::npos);
+      const double ms = std::stod(r.out.substr(at + 18));
+      CHECK(ms < 3000);
+    }
+  }
+
+  // Twenty real faults in a row through the host: one child at the end, no descriptor leaked.
+  LAB_GPU_CASE("kernel host: twenty faults in a row leave one child and no descriptors") {
+    const std::string src =
+        "// @lab block=32x8 px=1 rows=1 fast_math=0 maxrregcount=0 lineinfo=1\n"
+        "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
+        "  reinterpret_cast<volatile float*>(8)[0] = 1.0f;\n}\n";
+    const lab::LiveBuild b = lab::live_compile(src, lab::read_live_options(src, {}));
+    REQUIRE(b.ok);
+    lab::KernelHost h({lab_exe(), "__trial"});
+    lab::HostedLaunches hosted(h, lab::HostTransport::Ipc, 2.0);
+    const lab::ImageDesc d{64, 48, 1, lab::PixelType::F32};
+    lab::DeviceImage in(d), out(d);
+    lab::StageArgs a;
+    a.in = {in.ref()}, a.out = {out.ref()}, a.block = {32, 8};
+    auto open_fds = [] {
+      int n = 0;
+      for (int fd = 0; fd < 4096; ++fd) n += fcntl(fd, F_GETFD) != -1;
+      return n;
+    };
+    auto children = [] {
+      return shell("ps -o pid= --ppid " + std::to_string(getpid()) + " | wc -l").out;
+    };
+    lab::TrialLimits limits;
+    limits.timeout_s = 10;
+    int fds = -1;
+    for (int round = 0; round < 20; ++round) {
+      REQUIRE(h.install(b, limits).passed());
+      CHECK_THROWS_AS(hosted.launch("blur", a, {}, nullptr), lab::KernelHostFault);
+      CHECK_FALSE(h.installed());
+      if (round == 1) fds = open_fds();
+      if (round > 1) CHECK(open_fds() == fds);
+    }
+    CHECK(h.spawned() == 21);
+    CHECK(std::stoi(children()) <= 2);  // the warm child (and the ps itself)
   }
 }

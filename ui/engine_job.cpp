@@ -86,6 +86,10 @@ void engine_frame(GuiApp& app, bool wait) {
       }
     }
     if (!r.error.empty()) app.ui.message = r.error;
+    if (!r.host_fault.empty()) {
+      recover_host_fault(app, r.host_fault);
+      return;
+    }
     if (r.gpu_lost) {
       recover_gpu(app, r.error);
       return;
@@ -236,6 +240,20 @@ void engine_frame(GuiApp& app, bool wait) {
   const GuiHooks& h = app.opt.hooks;
   in.simulate_fault = h.simulate_fault_at > 0 && app.job_number == h.simulate_fault_at;
   in.simulate_hang = h.simulate_hang_at > 0 && app.job_number == h.simulate_hang_at;
+  // The kernel host gets the pipeline's live kernel (or loses it) before the frame that runs it.
+  if (app.host) {
+    in.host = app.host.get();
+    std::shared_ptr<const LiveKernel> want;
+    std::string stage;
+    for (const StageConfig& s : app.ui.pipeline.stages)
+      if (s.custom)
+        for (const VariantDef& v : s.custom->def.variants)
+          if (v.live) want = v.live, stage = s.op;
+    if (want != app.host_kernel) {
+      in.install = want, in.install_stage = stage, in.uninstall = !want;
+      app.host_kernel = want;
+    }
+  }
   app.job_started = Clock::now();
   app.job = std::async(std::launch::async, run_job, std::ref(*app.runner), std::move(in));
   if (wait) app.job.wait_for(std::chrono::milliseconds(int64_t(1e3 * app.opt.hang_report_s)));
@@ -259,6 +277,17 @@ FrameResult run_job(Runner& r, JobInput in) {
     while (in.simulate_hang) std::this_thread::sleep_for(std::chrono::seconds(1));
     if (in.simulate_fault)
       throw CudaError(700, true, "an illegal memory access was encountered (simulated for a test)");
+    if (in.host && in.install) {
+      TrialLimits limits;
+      limits.timeout_s = 10;  // a module load, not a kernel
+      const TrialReport rep = in.host->install(in.install->build(), limits);
+      if (!rep.passed())
+        throw KernelHostFault(in.install_stage, 0, rep.outcome,
+                              std::string("could not be installed in the kernel host: ") +
+                                  trial_outcome_name(rep.outcome) + ": " + rep.message);
+    } else if (in.host && in.uninstall) {
+      in.host->uninstall();
+    }
     const auto slots = r.slots();
     const PipelineConfig* want = in.pipeline ? &*in.pipeline : nullptr;
     if (in.lab && want) {
@@ -307,6 +336,7 @@ FrameResult run_job(Runner& r, JobInput in) {
     }
     out.frame_ms = r.frame_ms();
     out.graph = r.graph();
+    out.graph_split = r.graph_split();
     out.slots = r.slots();
     for (size_t i = 0; i < r.stages().size(); ++i) {
       out.stage_names.push_back(r.stages()[i].op->def.name);
@@ -422,6 +452,8 @@ FrameResult run_job(Runner& r, JobInput in) {
         }
       } catch (const CudaError&) {
         throw;
+      } catch (const KernelHostFault&) {
+        throw;  // the frame's own handler takes the kernel out
       } catch (const Error& e) {
         out.ab_error = e.what();
       }
@@ -449,7 +481,10 @@ FrameResult run_job(Runner& r, JobInput in) {
         }
         out.ladder = std::move(l);
       } catch (const CudaError&) {
-        throw;  // sticky or not, the frame's own handler decides
+        throw;
+      } catch (const KernelHostFault&) {
+        throw;  // the frame's own handler takes the kernel out  // sticky or not, the frame's own
+                // handler decides
       } catch (const Error& e) {
         out.ladder_error = e.what();  // the frame is fine: only the ladder failed
       }
@@ -471,6 +506,8 @@ FrameResult run_job(Runner& r, JobInput in) {
     out.job_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job_start)
             .count();
+  } catch (const KernelHostFault& e) {
+    out.host_fault = e.what();  // the child's fault: this process's context is fine
   } catch (const CudaError& e) {
     out.error = e.what();
     out.gpu_lost = e.sticky();

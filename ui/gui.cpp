@@ -31,6 +31,15 @@
 
 namespace lab::ui {
 
+void attach_kernel_host(GuiApp& app) {
+  app.host = std::make_unique<KernelHost>(trial_command());
+  app.host->warm();  // its context is made while the lab starts, before any kernel is typed
+  app.hosted = std::make_unique<HostedLaunches>(
+      *app.host, host_transport_for(device_info().integrated), app.opt.frame_deadline_s);
+  app.host_kernel.reset();
+  app.runner->set_remote(app.hosted.get());
+}
+
 GuiHooks read_gui_hooks() {
   auto set = [](const char* var) { return std::getenv(var) != nullptr; };
   GuiHooks h;
@@ -86,6 +95,7 @@ void init_app(GuiApp& app, const std::optional<RestartState>& restart) {
   if (restart) resume_after_restart(app, *restart);
   app.runner = std::make_unique<Runner>(opt.backend);
   if (opt.backend == Backend::Cuda) app.runner->set_upload_mode(opt.upload);
+  if (opt.backend == Backend::Cuda) attach_kernel_host(app);
   set_frame_memory_pinned(opt.backend == Backend::Cuda && opt.upload != UploadMode::Pageable);
   if (opt.backend == Backend::Cuda) app.copy_gbs = measure_copy_bandwidth();
   if (restart) recovery_trace(app, "CUDA context made, copy bandwidth measured");

@@ -54,9 +54,10 @@ struct GuiOptions {
   // An exercise (exercise_file.h): its starter in the editor for its stage, compiled at start,
   // its lesson beside it, and a "submit" button (`kernel-lab exercise submit` in a child).
   std::string exercise;
-  double trial_timeout_s = 2.0;  // a new live kernel's trial run: its time limit ...
-  bool trial_memcheck = false;   // ... and whether it runs under compute-sanitizer
-  int live_recompile = 0;        // press "compile and run" again every N frames (the trial warm)
+  double trial_timeout_s = 2.0;   // a new live kernel's trial run: its time limit ...
+  double frame_deadline_s = 2.0;  // each frame of an installed one in the kernel host
+  bool trial_memcheck = false;    // ... and whether it runs under compute-sanitizer
+  int live_recompile = 0;         // press "compile and run" again every N frames (the trial warm)
   // Run the ladder of this stage once the first frame has run (as the Ladder panel's button
   // does; with `counters`, collecting them), its panel in front on `ladder_view` (chart,
   // roofline, table, why); a scripted run waits for it and prints its steps.

@@ -199,9 +199,17 @@ void draw_device_panel(GuiApp& app) {
       ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "GPU context lost and not rebuilt: exiting");
     if (app.recovery.count > 0) {
       ImGui::Text("recovered from %d GPU fault(s): %s in %.0f ms, live again after %.0f ms",
-                  app.recovery.count, app.recovery.restarted ? "started again" : "rebuilt",
+                  app.recovery.count,
+                  app.recovery.hosted      ? "kernel host's child replaced"
+                  : app.recovery.restarted ? "started again"
+                                           : "rebuilt",
                   app.recovery.rebuild_ms, app.recovery.live_ms);
-      tip(app.recovery.restarted
+      tip(app.recovery.hosted
+              ? "a live kernel failed in the kernel host (the child process that runs live "
+                "kernels): that frame was lost, the kernel uninstalled and a fresh child started; "
+                "this process's CUDA context never saw the fault (host wall time from the fault's "
+                "report to the next frame that ran)"
+          : app.recovery.restarted
               ? "a sticky CUDA error, after which the driver gave the process no new context: "
                 "Kernel Lab started itself again (same command line and PID) on the last "
                 "configuration that worked (host wall time, CLOCK_MONOTONIC, from the fault's "

@@ -169,8 +169,17 @@ void draw_timings_panel(GuiApp& app) {
       "that median");
   ImGui::SameLine();
   ImGui::Text("| pipeline %.3f ms median, %.3f p95%s", median_of(ui.pipeline_ms),
-              p95_of(ui.pipeline_ms), app.view.graph ? " (CUDA graph)" : "");
+              p95_of(ui.pipeline_ms),
+              app.view.graph_split ? " (CUDA graphs, split at the kernel host's stage)"
+              : app.view.graph     ? " (CUDA graph)"
+                                   : "");
   tip(!gpu ? "CPU mode: the sum of the stages' reference times (steady_clock)"
+      : app.view.graph_split
+          ? "the pipeline as CUDA graphs split at the live kernel's stage, which runs in the "
+            "kernel host (a child process): the graph before it, the hosted launch (the lab "
+            "waits for its stream, the child launches and replies), the graph after. GPU time "
+            "between one event pair around all of it, the wait for the child included. Median "
+            "and 95th percentile of the last 240 frames"
       : app.view.graph
           ? "the CUDA graph's GPU time between one event pair around cudaGraphLaunch, queued "
             "behind the GPU-side delay: bench's frame_graph figure. Median and 95th percentile "

@@ -155,16 +155,7 @@ std::string restart_lab(const GuiApp& app, uint64_t frames_done) {
   return std::string("execv /proc/self/exe: ") + std::strerror(errno);
 }
 
-void recover_gpu(GuiApp& app, const std::string& error) {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  app.recovery.fault_at = t0;
-  // The live worker may be loading a kernel into the dead context: its result is dropped.
-  if (app.live.job.valid()) {
-    app.live.job.wait();
-    app.live.job.get();
-    app.live.status = "the compile in flight was dropped by the GPU reset: compile again";
-  }
+std::string uninstall_live(GuiApp& app) {
   // Back to the last configuration that worked: every live kernel out, the replaced stage on
   // the variant it had before; the kernel's text stays in the editor.
   std::string back;
@@ -186,6 +177,40 @@ void recover_gpu(GuiApp& app, const std::string& error) {
     good.stages.push_back(std::move(c));
   }
   app.ui.pipeline = good;
+  app.live.running.reset();
+  return back;
+}
+
+void recover_host_fault(GuiApp& app, const std::string& fault) {
+  app.recovery.fault_at = std::chrono::steady_clock::now();
+  const std::string back = uninstall_live(app);
+  app.host_kernel.reset();
+  app.ui.pipeline_dirty = true;
+  app.ui.launch_us.clear();
+  app.ui.pipeline_ms.clear();
+  app.ui.diff.clear();
+  ++app.recovery.count;
+  app.recovery.hosted = true;
+  app.recovery.rebuild_ms = 0;  // nothing here to rebuild
+  app.recovery.waiting = true;  // live_ms: the fault to the next frame that runs
+  app.ui.message = fault + ". Kernel Lab lost that frame and goes on" +
+                   (back.empty() ? "" : ": " + back) +
+                   "; your kernel is still in the editor (the kernel host started a fresh "
+                   "process for the next one).";
+  std::fprintf(stderr, "kernel-lab: %s\n", app.ui.message.c_str());
+}
+
+void recover_gpu(GuiApp& app, const std::string& error) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  app.recovery.fault_at = t0;
+  // The live worker may be loading a kernel into the dead context: its result is dropped.
+  if (app.live.job.valid()) {
+    app.live.job.wait();
+    app.live.job.get();
+    app.live.status = "the compile in flight was dropped by the GPU reset: compile again";
+  }
+  const std::string back = uninstall_live(app);
   // Nothing of the old context may be touched after the reset: frames in page-locked memory
   // (the capture's and the last input) are copied to pageable memory or dropped first.
   std::optional<HostImage> frame;
@@ -201,7 +226,9 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   app.interop.reset();
   recovery_trace(app, "counters");
   app.counters.reset();
-  app.live.running.reset();
+  app.hosted.reset();  // its child's context goes too (a new one starts with the new runner)
+  app.host.reset();
+  app.host_kernel.reset();
   // The warm trial child's context goes too: the device is then the lab's alone while it is
   // reset (a new child starts when the Live kernel panel is next drawn).
   app.live.trial.reset();
@@ -262,6 +289,8 @@ void recover_gpu(GuiApp& app, const std::string& error) {
   app.ui.diff.clear();
   app.ui.lab_dirty = playground_of(app.ui.pipeline) != nullptr;  // its inputs were on the device
   app.gpu_lost = false;
+  app.recovery.hosted = false;
+  if (cuda) attach_kernel_host(app);
   ++app.recovery.count;
   app.recovery.rebuild_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   app.recovery.waiting = true;

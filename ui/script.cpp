@@ -275,7 +275,9 @@ void GuiScript::report(GuiApp& app, uint64_t ui_frames, uint64_t input_frames) c
         "gui: recovered from %d GPU fault(s): %s in %.0f ms, live frames again %.0f ms after the "
         "fault%s\n",
         app.recovery.count,
-        app.recovery.restarted ? "Kernel Lab started again" : "CUDA state rebuilt",
+        app.recovery.hosted      ? "the kernel host's child replaced"
+        : app.recovery.restarted ? "Kernel Lab started again"
+                                 : "CUDA state rebuilt",
         app.recovery.rebuild_ms, app.recovery.live_ms,
         app.recovery.waiting ? " (no frame ran since)" : "");
   if (!app.opt.dump_texture.empty()) {
