@@ -224,7 +224,6 @@ const Library& cupti_library() {
   return lib;
 }
 
-
 class CuptiBackend final : public CounterBackend {
  public:
   ~CuptiBackend() override { end(); }
