@@ -389,6 +389,31 @@ TEST_SUITE("cpu") {
     CHECK_MESSAGE(has(r, "; 1 of 6 frames sent a new input frame"), r.out);
   }
 
+  TEST_CASE("gui: a live kernel's fault in the kernel host costs a frame: the next ones run") {
+    // Simulated (LAB_SIMULATE_HOST_FAULT): job 4's hosted kernel faults; the lab's own state is
+    // kept (nothing rebuilt), the banner names the frame and stage, and the frames go on.
+    setenv("LAB_SIMULATE_HOST_FAULT", "4", 1);
+    const Result r = lab_cli(
+        "gui --headless --frames 14 --window 640x480 --device cpu --input synthetic:320x240 "
+        "--size 160x96",
+        120);
+    unsetenv("LAB_SIMULATE_HOST_FAULT");
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK_MESSAGE(has(r, "recovered from 1 GPU fault(s): the kernel host's child replaced"), r.out);
+    CHECK(has(r, "frame 5: stage blur, variant user, faulted: an illegal memory access"));
+    CHECK(has(r, "Kernel Lab lost that frame and goes on"));
+    CHECK(!has(r, "no frame ran since"));
+    CHECK(!has(r, "reset the device"));
+    unsigned long long frames = 0, results = 0;
+    const size_t line = r.out.find(" frames, ");
+    REQUIRE(line != std::string::npos);
+    const size_t start = r.out.rfind("gui: ", line);
+    REQUIRE(std::sscanf(r.out.c_str() + start, "gui: %llu frames, %llu results", &frames,
+                        &results) == 2);
+    CHECK(frames == 14);
+    CHECK(results >= 11);  // every job but the one that faulted (and the frame after) ran
+  }
+
   TEST_CASE("gui: a sticky GPU fault is recovered in place: live frames again, one banner") {
     // Simulated (LAB_SIMULATE_GPU_FAULT): job 4 throws the sticky error a faulting kernel gives;
     // the GPU case below faults for real.

@@ -168,7 +168,8 @@ struct JobInput {
   // LAB_TRACE_RECOVERY: the first frame after a GPU fault says when each of its steps ended
   // (milliseconds since the fault), to find what the driver holds back.
   std::optional<std::chrono::steady_clock::time_point> trace_since;
-  bool simulate_hang = false;  // tests: never return, as a frame with an endless kernel
+  bool simulate_hang = false;        // tests: never return, as a frame with an endless kernel
+  bool simulate_host_fault = false;  // tests: a live kernel's fault in the kernel host
   // The kernel host (live kernels run there): the kernel to install before this frame, or an
   // uninstall when the pipeline no longer has one.
   KernelHost* host = nullptr;

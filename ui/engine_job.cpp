@@ -240,6 +240,8 @@ void engine_frame(GuiApp& app, bool wait) {
   const GuiHooks& h = app.opt.hooks;
   in.simulate_fault = h.simulate_fault_at > 0 && app.job_number == h.simulate_fault_at;
   in.simulate_hang = h.simulate_hang_at > 0 && app.job_number == h.simulate_hang_at;
+  in.simulate_host_fault =
+      h.simulate_host_fault_at > 0 && app.job_number == h.simulate_host_fault_at;
   // The kernel host gets the pipeline's live kernel (or loses it) before the frame that runs it.
   if (app.host) {
     in.host = app.host.get();
@@ -277,6 +279,10 @@ FrameResult run_job(Runner& r, JobInput in) {
     while (in.simulate_hang) std::this_thread::sleep_for(std::chrono::seconds(1));
     if (in.simulate_fault)
       throw CudaError(700, true, "an illegal memory access was encountered (simulated for a test)");
+    if (in.simulate_host_fault)
+      throw KernelHostFault("blur", 5, TrialOutcome::Faulted,
+                            "faulted: an illegal memory access was encountered (simulated for a "
+                            "test)");
     if (in.host && in.install) {
       TrialLimits limits;
       limits.timeout_s = 10;  // a module load, not a kernel

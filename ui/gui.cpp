@@ -50,6 +50,8 @@ GuiHooks read_gui_hooks() {
     h.simulate_fault_at = std::strtoull(f, nullptr, 10);
   if (const char* f = std::getenv("LAB_SIMULATE_GPU_HANG"))
     h.simulate_hang_at = std::strtoull(f, nullptr, 10);
+  if (const char* f = std::getenv("LAB_SIMULATE_HOST_FAULT"))
+    h.simulate_host_fault_at = std::strtoull(f, nullptr, 10);
   h.simulate_reset_failure = set("LAB_SIMULATE_RESET_FAILURE");
   h.no_restart = set("LAB_NO_RESTART");
   const char* mode = std::getenv("LAB_RESTART_MODE");
