@@ -948,6 +948,8 @@ int cmd_bench(const CommonOptions& common, const BenchOptions& o) {
         if (slot.name == slot_name(name)) in.push_back(slot.desc);
     add_ceiling(rows, *s->lab, s->lab->def.flops ? s->lab->def.flops(in, st.params) : 0);
     const std::string story = story_text(*s->lab, rows);
+    if (s->hosting.launches && s->hosting.launches->frames() > 0)
+      notes.push_back(s->hosting.launches->summary());
     for (const std::string& n : notes) header << "note: " << n << "\n";
     write_report(o, rows, copy_gbs, header.str(), {}, story);
     return 0;
@@ -955,6 +957,8 @@ int cmd_bench(const CommonOptions& common, const BenchOptions& o) {
   std::vector<BenchRow> in_frame;
   std::vector<FrameTiming> frames = bench_frames(r, m, notes, in_frame);
   for (FrameTiming& f : bench_uploads(*s, o)) frames.push_back(std::move(f));
+  if (s->hosting.launches && s->hosting.launches->frames() > 0)
+    notes.push_back(s->hosting.launches->summary());
   for (const std::string& n : notes) header << "note: " << n << "\n";
   for (BenchRow& row : in_frame) row.orin_gbs = orin.gbs, rows.push_back(std::move(row));
   write_report(o, rows, copy_gbs, header.str(), frames, "");
@@ -1204,52 +1208,61 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
   };
   auto stopped = [] { return g_signal != 0; };
   const HostImage none;  // a playground runs on its generated inputs
-  process(s->lab ? none : *s->input, s->input_read_ms);
-  if (s->lab) {
-    // A playground: the same generated inputs, run again.
-    for (int f = 1; f < o.frames && !stopped(); ++f) process(none, 0);
-  } else if (!s->source->live()) {
-    // Files and the synthetic scene: every frame, in order.
-    for (int f = 1; f < o.frames && !stopped(); ++f) {
-      const io::Frame next = next_frame(*s->source, s->skipped);
-      process(*next.image, next.read_ms);
-    }
-  } else if (o.frames > 1) {
-    // A camera runs on its own thread; the pipeline takes the newest frame, as the GUI does.
-    io::SourceOptions so;
-    so.max_pixels = c.max_pixels;
-    so.accept_truncated = c.accept_truncated;
-    std::unique_ptr<io::FrameSource> first = std::move(s->source);
-    io::Capture cap([&]() -> std::unique_ptr<io::FrameSource> {
-      if (first) return std::move(first);
-      return io::open_source(c.input, so);
-    });
-    int done = 1;
-    auto waited = std::chrono::milliseconds(0);
-    while (done < o.frames && !stopped()) {
-      io::Frame f;
-      if (cap.wait_latest(f, std::chrono::milliseconds(500))) {
-        process(*f.image, f.read_ms);
-        ++done, waited = {};
-        continue;
+  try {
+    process(s->lab ? none : *s->input, s->input_read_ms);
+    if (s->lab) {
+      // A playground: the same generated inputs, run again.
+      for (int f = 1; f < o.frames && !stopped(); ++f) process(none, 0);
+    } else if (!s->source->live()) {
+      // Files and the synthetic scene: every frame, in order.
+      for (int f = 1; f < o.frames && !stopped(); ++f) {
+        const io::Frame next = next_frame(*s->source, s->skipped);
+        process(*next.image, next.read_ms);
       }
-      if (stopped()) break;
-      waited += std::chrono::milliseconds(500);
+    } else if (o.frames > 1) {
+      // A camera runs on its own thread; the pipeline takes the newest frame, as the GUI does.
+      io::SourceOptions so;
+      so.max_pixels = c.max_pixels;
+      so.accept_truncated = c.accept_truncated;
+      std::unique_ptr<io::FrameSource> first = std::move(s->source);
+      io::Capture cap([&]() -> std::unique_ptr<io::FrameSource> {
+        if (first) return std::move(first);
+        return io::open_source(c.input, so);
+      });
+      int done = 1;
+      auto waited = std::chrono::milliseconds(0);
+      while (done < o.frames && !stopped()) {
+        io::Frame f;
+        if (cap.wait_latest(f, std::chrono::milliseconds(500))) {
+          process(*f.image, f.read_ms);
+          ++done, waited = {};
+          continue;
+        }
+        if (stopped()) break;
+        waited += std::chrono::milliseconds(500);
+        const io::CaptureStats st = cap.stats();
+        std::cerr << "kernel-lab: " << capture_state_name(st.state)
+                  << (st.problem.empty() ? "" : ": " + st.problem) << "\n";
+        if (waited >= std::chrono::seconds(10))
+          throw Error(ErrorKind::Io, "no frame for 10 s from " + c.input + ": " + st.problem);
+      }
       const io::CaptureStats st = cap.stats();
-      std::cerr << "kernel-lab: " << capture_state_name(st.state)
-                << (st.problem.empty() ? "" : ": " + st.problem) << "\n";
-      if (waited >= std::chrono::seconds(10))
-        throw Error(ErrorKind::Io, "no frame for 10 s from " + c.input + ": " + st.problem);
+      watch.update([&](RunReport& rep) {
+        rep.dropped = st.dropped;
+        rep.skipped = s->skipped + st.skipped;
+      });
     }
-    const io::CaptureStats st = cap.stats();
-    watch.update([&](RunReport& rep) {
-      rep.dropped = st.dropped;
-      rep.skipped = s->skipped + st.skipped;
-    });
+  } catch (const KernelHostFault&) {
+    // The frames that ran are reported, complete; then the failure (exit 70).
+    watch.finishing();
+    watch.report().print(0);
+    if (s->hosting.launches) std::cout << s->hosting.launches->summary() << "\n";
+    throw;
   }
   watch.finishing();
   const int sig = g_signal;
   watch.report().print(sig);
+  if (s->hosting.launches) std::cout << s->hosting.launches->summary() << "\n";
   if (!o.dump.empty()) dump_slots(r, o.dump);
   return sig ? 128 + sig : 0;
 }

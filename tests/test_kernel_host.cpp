@@ -334,6 +334,7 @@ TEST_SUITE("gpu") {
         REQUIRE(r.code == 0);
         CHECK(has(r, "runs in the kernel host"));
         CHECK(has(r, *env ? "page-locked shared memory" : "CUDA IPC"));
+        CHECK(has(r, "the host adds"));
         for (const char* slot : {"blur", "harris"})
           CHECK(shell("cmp " + d + "/a/" + slot + ".npy " + d + "/b/" + slot + ".npy").code == 0);
       }

@@ -24,6 +24,7 @@
 #include "presets.h"
 #include "printable.h"
 #include "runner.h"
+#include "stats.h"
 #include "subprocess.h"
 #include "text.h"
 #include "toolkit.h"
@@ -619,8 +620,10 @@ RemoteLaunch HostedLaunches::launch(const std::string& stage, const StageArgs& a
   }
   if (m_transport == HostTransport::Shared) LAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   const HostLaunchReport rep = m_host.launch(l, m_deadline_s);
-  m_round_trip_ms = rep.round_trip_ms;
-  m_kernel_ms = rep.kernel_ms;
+  if (rep.ran() && m_kernel_us.size() < 1000000) {
+    m_round_trip_us.push_back(1e3 * rep.round_trip_ms);
+    m_kernel_us.push_back(1e3 * rep.kernel_ms);
+  }
   if (!rep.ran()) {
     const std::string words =
         rep.outcome == TrialOutcome::Faulted || rep.outcome == TrialOutcome::Timeout
@@ -639,6 +642,18 @@ RemoteLaunch HostedLaunches::launch(const std::string& stage, const StageArgs& a
   r.attrs = rep.attrs;
   r.blocks_per_sm = rep.blocks_per_sm;
   return r;
+}
+
+std::string HostedLaunches::summary() const {
+  if (m_kernel_us.empty()) return "";
+  std::vector<double> cost(m_kernel_us.size());
+  for (size_t k = 0; k < cost.size(); ++k) cost[k] = m_round_trip_us[k] - m_kernel_us[k];
+  return std::string("kernel host: slots by ") + host_transport_name(m_transport) + ", " +
+         std::to_string(m_kernel_us.size()) + " frames; per frame, round trip median " +
+         fmt("%.1f", median(m_round_trip_us)) + " us (p95 " +
+         fmt("%.1f", percentile(m_round_trip_us, 95)) + "), of which the kernel " +
+         fmt("%.1f", median(m_kernel_us)) + " us: the host adds " + fmt("%.1f", median(cost)) +
+         " us (p95 " + fmt("%.1f", percentile(cost, 95)) + ")";
 }
 
 void KernelHost::share(const SharedRegion& region, double timeout_s) {

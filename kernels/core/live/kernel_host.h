@@ -209,16 +209,20 @@ class HostedLaunches : public RemoteLaunches {
   void set_deadline(double s) { m_deadline_s = s; }
   double deadline() const { return m_deadline_s; }
   uint64_t frames() const { return m_frames; }
-  // The last frame's wall time from request to reply, and the child's kernel time within it.
-  double round_trip_ms() const { return m_round_trip_ms; }
-  double kernel_ms() const { return m_kernel_ms; }
+  // Each frame's wall time from the lab's request to the child's reply, and the kernel's time
+  // within it (the child's event pair), in µs; the difference is what the host costs a frame.
+  const std::vector<double>& round_trip_us() const { return m_round_trip_us; }
+  const std::vector<double>& kernel_us() const { return m_kernel_us; }
+  // "kernel host: ... per frame, round trip median 41.2 µs (p95 52.0), of which the kernel
+  // 12.3 µs: the host adds 28.9 µs" over the frames so far; "" before the first.
+  std::string summary() const;
 
  private:
   KernelHost& m_host;
   HostTransport m_transport;
   double m_deadline_s;
   uint64_t m_frames = 0;
-  double m_round_trip_ms = 0, m_kernel_ms = 0;
+  std::vector<double> m_round_trip_us, m_kernel_us;
 };
 
 // The argv of this executable's trial child (the kernel host).
