@@ -114,6 +114,15 @@ std::string texture_matches_slot(lab::Backend backend) {
   return out;
 }
 
+// A scripted run's "gui: N frames, M results" line.
+void frames_and_results(const Result& r, unsigned long long& frames, unsigned long long& results) {
+  const size_t line = r.out.find(" frames, ");
+  REQUIRE(line != std::string::npos);
+  const size_t start = r.out.rfind("gui: ", line);
+  REQUIRE(std::sscanf(r.out.c_str() + start, "gui: %llu frames, %llu results", &frames, &results) ==
+          2);
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -405,11 +414,7 @@ TEST_SUITE("cpu") {
     CHECK(!has(r, "no frame ran since"));
     CHECK(!has(r, "reset the device"));
     unsigned long long frames = 0, results = 0;
-    const size_t line = r.out.find(" frames, ");
-    REQUIRE(line != std::string::npos);
-    const size_t start = r.out.rfind("gui: ", line);
-    REQUIRE(std::sscanf(r.out.c_str() + start, "gui: %llu frames, %llu results", &frames,
-                        &results) == 2);
+    frames_and_results(r, frames, results);
     CHECK(frames == 14);
     CHECK(results >= 11);  // every job but the one that faulted (and the frame after) ran
   }
@@ -428,11 +433,7 @@ TEST_SUITE("cpu") {
     CHECK(!has(r, "no frame ran since"));
     CHECK(has(r, "Kernel Lab reset the device and rebuilt its CUDA state"));
     unsigned long long frames = 0, results = 0;
-    const size_t line = r.out.find(" frames, ");
-    REQUIRE(line != std::string::npos);
-    const size_t start = r.out.rfind("gui: ", line);
-    REQUIRE(std::sscanf(r.out.c_str() + start, "gui: %llu frames, %llu results", &frames,
-                        &results) == 2);
+    frames_and_results(r, frames, results);
     CHECK(frames == 14);
     CHECK(results >= 11);  // every job but the one that faulted (and the frame after) ran
   }

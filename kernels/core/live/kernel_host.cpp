@@ -355,25 +355,31 @@ void KernelHost::retire_if_gone(TrialOutcome o) {
   }
 }
 
+// A child that ended (reaped, or killed if it lingers), or that sent what is not a reply
+// (killed), as an outcome in words.
+KernelHost::Reply KernelHost::died(Process& c, const std::string& when) {
+  c.proc->reap(2000);
+  if (!c.proc->exited()) c.proc->kill();
+  Reply rep;
+  rep.outcome = TrialOutcome::Crashed;
+  rep.message = "the kernel's process ended " + when + ": " + status_words(c.proc->status());
+  return rep;
+}
+
+KernelHost::Reply KernelHost::garbage(Process& c, const std::string& problem) {
+  c.proc->kill();
+  Reply rep;
+  rep.outcome = TrialOutcome::Protocol;
+  rep.message = "the kernel's process sent an unreadable reply: " + problem;
+  return rep;
+}
+
 KernelHost::Reply KernelHost::ready(Process& c, double start_s) {
   Reply rep;
   if (c.ready) {
     rep.ok = true;
     return rep;
   }
-  auto died = [&](const std::string& when) {
-    c.proc->reap(2000);
-    if (!c.proc->exited()) c.proc->kill();
-    rep.outcome = TrialOutcome::Crashed;
-    rep.message = "the kernel's process ended " + when + ": " + status_words(c.proc->status());
-    return rep;
-  };
-  auto garbage = [&](const std::string& problem) {
-    c.proc->kill();
-    rep.outcome = TrialOutcome::Protocol;
-    rep.message = "the kernel's process sent an unreadable reply: " + problem;
-    return rep;
-  };
   const auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(start_s * 1e3));
   const WireFrame f = read_wire_frame(c.proc->fd, kMagic, kMaxPayload, &deadline);
   if (f.io == Io::Timeout) {
@@ -383,11 +389,11 @@ KernelHost::Reply KernelHost::ready(Process& c, double start_s) {
     return rep;
   }
   if (!f.problem.empty()) {
-    if (c.proc->reap(200) && WIFSIGNALED(c.proc->status())) return died("while starting");
-    return garbage(f.problem);
+    if (c.proc->reap(200) && WIFSIGNALED(c.proc->status())) return died(c, "while starting");
+    return garbage(c, f.problem);
   }
-  if (f.io != Io::Ok) return died("before it was ready");
-  if (f.type != kReady) return garbage("its first message is not 'ready'");
+  if (f.io != Io::Ok) return died(c, "before it was ready");
+  if (f.type != kReady) return garbage(c, "its first message is not 'ready'");
   WireReader in(f.payload);
   try {
     const bool ok = in.pod<uint8_t>() != 0;
@@ -399,7 +405,7 @@ KernelHost::Reply KernelHost::ready(Process& c, double start_s) {
       return rep;
     }
   } catch (const WireError& e) {
-    return garbage(e.what());
+    return garbage(c, e.what());
   }
   c.ready = true;
   rep.ok = true;
@@ -410,19 +416,6 @@ KernelHost::Reply KernelHost::transact(Process& c, char type, const std::string&
                                        char reply_type, Clock::time_point deadline,
                                        const std::string& timeout_words) {
   Reply rep;
-  auto died = [&](const std::string& when) {
-    c.proc->reap(2000);
-    if (!c.proc->exited()) c.proc->kill();
-    rep.outcome = TrialOutcome::Crashed;
-    rep.message = "the kernel's process ended " + when + ": " + status_words(c.proc->status());
-    return rep;
-  };
-  auto garbage = [&](const std::string& problem) {
-    c.proc->kill();
-    rep.outcome = TrialOutcome::Protocol;
-    rep.message = "the kernel's process sent an unreadable reply: " + problem;
-    return rep;
-  };
   const Io w = write_all(c.proc->fd, frame(type, payload), &deadline);
   if (w == Io::Timeout) {
     c.proc->kill();
@@ -430,7 +423,7 @@ KernelHost::Reply KernelHost::transact(Process& c, char type, const std::string&
     rep.message = timeout_words + " (it did not read its input)";
     return rep;
   }
-  if (w != Io::Ok) return died("before it read its input");
+  if (w != Io::Ok) return died(c, "before it read its input");
   const WireFrame f = read_wire_frame(c.proc->fd, kMagic, kMaxPayload, &deadline);
   if (f.io == Io::Timeout) {
     c.proc->kill();
@@ -439,11 +432,11 @@ KernelHost::Reply KernelHost::transact(Process& c, char type, const std::string&
     return rep;
   }
   if (!f.problem.empty()) {
-    if (c.proc->reap(200) && WIFSIGNALED(c.proc->status())) return died("while it reported");
-    return garbage(f.problem);
+    if (c.proc->reap(200) && WIFSIGNALED(c.proc->status())) return died(c, "while it reported");
+    return garbage(c, f.problem);
   }
-  if (f.io != Io::Ok) return died("before it reported");
-  if (f.type != reply_type) return garbage("a reply of the wrong kind");
+  if (f.io != Io::Ok) return died(c, "before it reported");
+  if (f.type != reply_type) return garbage(c, "a reply of the wrong kind");
   rep.ok = true;
   rep.payload = f.payload;
   return rep;
@@ -467,9 +460,8 @@ TrialReport KernelHost::exchange(Process& c, const TrialRequest& req, double tim
   try {
     rep = decode_trial_report(r.payload);
   } catch (const WireError& e) {
-    c.proc->kill();
-    rep.outcome = TrialOutcome::Protocol;
-    rep.message = std::string("the kernel's process sent an unreadable reply: ") + e.what();
+    r = garbage(c, e.what());
+    rep.outcome = r.outcome, rep.message = r.message;
   }
   return rep;
 }
@@ -494,10 +486,7 @@ TrialReport KernelHost::install(const LiveBuild& build, const TrialLimits& limit
     try {
       rep = decode_trial_report(r.payload);
     } catch (const WireError& e) {
-      c->proc->kill();
-      r.outcome = TrialOutcome::Protocol;
-      r.message = std::string("the kernel's process sent an unreadable reply: ") + e.what();
-      r.ok = false;
+      r = garbage(*c, e.what());
     }
   }
   if (!r.ok) rep.outcome = r.outcome, rep.message = r.message;
@@ -520,9 +509,8 @@ HostLaunchReport KernelHost::launch(const HostLaunch& l, double deadline_s) {
     try {
       rep = decode_host_report(r.payload);
     } catch (const WireError& e) {
-      m_warm->proc->kill();
-      rep.outcome = TrialOutcome::Protocol;
-      rep.message = std::string("the kernel's process sent an unreadable reply: ") + e.what();
+      const Reply g = garbage(*m_warm, e.what());
+      rep.outcome = g.outcome, rep.message = g.message;
     }
   } else {
     rep.outcome = r.outcome;

@@ -168,6 +168,8 @@ class KernelHost {
   struct Process;  // a child and whether it said it is ready
   struct Reply;    // a frame read back, or the outcome that stopped it
   std::unique_ptr<Process> spawn(const std::vector<std::string>& argv, std::string* why);
+  static Reply died(Process& c, const std::string& when);
+  static Reply garbage(Process& c, const std::string& problem);
   Reply ready(Process& c, double start_s);
   Reply transact(Process& c, char type, const std::string& payload, char reply_type,
                  std::chrono::steady_clock::time_point deadline, const std::string& timeout_words);

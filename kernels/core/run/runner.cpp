@@ -362,6 +362,19 @@ void Runner::enqueue_stage(size_t i, const ResolvedStage* cfg) {
     s.op->launcher(s.variant, s.math)(ctx, args);
 }
 
+// An eager frame before a capture: scratch buffers and persistent tables are allocated and
+// filled outside it, where allocation and synchronous copies are allowed.
+void Runner::eager_frame() {
+  m_use_graph = false;
+  const bool per_launch = m_per_launch;
+  m_per_launch = true;
+  m_rec.clear();
+  enqueue_all();
+  collect();
+  m_use_graph = true;
+  m_per_launch = per_launch;
+}
+
 bool Runner::hosted(size_t i) const {
   return m_remote && m_stages[i].enabled && !m_skip[i] && m_stages[i].variant_def().live;
 }
@@ -376,14 +389,7 @@ void Runner::run_hosted(size_t i, const ResolvedStage& s, const StageArgs& args)
 // once after an eager frame (as the whole graph is); the hosted stage runs between them.
 void Runner::enqueue_split() {
   if (m_split.empty()) {
-    m_use_graph = false;
-    const bool per_launch = m_per_launch;
-    m_per_launch = true;
-    m_rec.clear();
-    enqueue_all();
-    collect();
-    m_use_graph = true;
-    m_per_launch = per_launch;
+    eager_frame();
     std::vector<Piece> pieces;
     for (size_t i = 0; i < m_stages.size();) {
       Piece p;
@@ -482,16 +488,7 @@ void Runner::enqueue_all() {
     return;
   }
   if (!m_graph_exec) {
-    // An eager frame first: scratch buffers and persistent tables are allocated and filled
-    // outside the capture, where allocation and synchronous copies are allowed.
-    m_use_graph = false;
-    const bool per_launch = m_per_launch;
-    m_per_launch = true;
-    m_rec.clear();
-    enqueue_all();
-    collect();
-    m_use_graph = true;
-    m_per_launch = per_launch;
+    eager_frame();
     m_rec.clear();
     m_rec.set_untimed(true);
     LAB_CUDA_CHECK(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeThreadLocal));

@@ -195,6 +195,7 @@ class Runner {
   std::vector<HostImage> read_inputs(const ResolvedStage& cfg) const;
   void enqueue_all();
   void enqueue_split();
+  void eager_frame();
   bool hosted(size_t i) const;
   void run_hosted(size_t i, const ResolvedStage& s, const StageArgs& args);
   void bypass(size_t i);
