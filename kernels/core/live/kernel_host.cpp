@@ -91,6 +91,12 @@ LiveBuild get_build(WireReader& in) {
   return b;
 }
 
+TrialOutcome get_outcome(WireReader& in) {
+  const uint8_t o = in.pod<uint8_t>();
+  if (o > uint8_t(TrialOutcome::Error)) throw WireError("an unknown outcome");
+  return TrialOutcome(o);
+}
+
 void put_desc(WireWriter& w, const ImageDesc& d) {
   w.pod(int32_t(d.width)), w.pod(int32_t(d.height)), w.pod(int32_t(d.channels));
   w.pod(uint8_t(d.type));
@@ -158,9 +164,7 @@ std::string encode_trial_report(const TrialReport& r) {
 TrialReport decode_trial_report(const std::string& payload) {
   WireReader in(payload);
   TrialReport r;
-  const uint8_t o = in.pod<uint8_t>();
-  if (o > uint8_t(TrialOutcome::Error)) throw WireError("an unknown outcome");
-  r.outcome = TrialOutcome(o);
+  r.outcome = get_outcome(in);
   r.message = in.str();
   r.kernel_ms = in.pod<double>(), r.trial_ms = in.pod<double>();
   r.compared = in.pod<uint8_t>() != 0;
@@ -252,9 +256,7 @@ std::string encode_host_report(const HostLaunchReport& r) {
 HostLaunchReport decode_host_report(const std::string& payload) {
   WireReader in(payload);
   HostLaunchReport r;
-  const uint8_t o = in.pod<uint8_t>();
-  if (o > uint8_t(TrialOutcome::Error)) throw WireError("an unknown outcome");
-  r.outcome = TrialOutcome(o);
+  r.outcome = get_outcome(in);
   r.message = in.str();
   r.kernel_ms = in.pod<double>();
   r.attrs.regs = in.pod<int32_t>(), r.attrs.static_smem = in.pod<uint64_t>();
