@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -149,6 +150,7 @@ TEST_SUITE("cpu") {
     l.transport = lab::HostTransport::Shared;
     l.out[0].region = 77, l.out[0].offset = 4096;
     l.block = {16, 4};
+    l.counters = true;
     const std::string wire = lab::encode_host_launch(l);
     const lab::HostLaunch b = lab::decode_host_launch(wire);
     CHECK(b.frame == 12);
@@ -161,6 +163,7 @@ TEST_SUITE("cpu") {
     CHECK(b.out[0].offset == 4096);
     CHECK(b.params == l.params);
     CHECK(b.block == l.block);
+    CHECK(b.counters);
     for (size_t n : {size_t(0), size_t(9), wire.size() / 2, wire.size() - 1})
       CHECK_THROWS_AS(lab::decode_host_launch(wire.substr(0, n)), lab::WireError);
     CHECK_THROWS_AS(lab::decode_host_launch(wire + "x"), lab::WireError);
@@ -178,7 +181,20 @@ TEST_SUITE("cpu") {
     r.attrs.regs = 40, r.attrs.static_smem = 2048;
     r.blocks_per_sm = 6;
     r.grid = dim3(40, 92), r.block = dim3(32, 8);
+    r.counted = true;
+    r.values.range = "blur/user user_kernel";
+    r.values.dram_read_bytes = 3.5e6, r.values.inst_executed = 1e5;
+    r.values.stalls = {{"long_scoreboard", "waiting on global memory", 2.5}};
+    r.values.top_stalls = r.values.stalls;
     const lab::HostLaunchReport rb = lab::decode_host_report(lab::encode_host_report(r));
+    CHECK(rb.counted);
+    CHECK(rb.values.range == "blur/user user_kernel");
+    CHECK(rb.values.dram_read_bytes == 3.5e6);
+    CHECK(rb.values.inst_executed == 1e5);
+    CHECK(std::isnan(rb.values.l2_hit_pct));
+    REQUIRE(rb.values.stalls.size() == 1);
+    CHECK(rb.values.stalls[0].per_issue == 2.5);
+    CHECK(rb.values.top_stalls[0].words == "waiting on global memory");
     CHECK(rb.outcome == r.outcome);
     CHECK(rb.message == r.message);
     CHECK(rb.kernel_ms == 0.5);
@@ -339,6 +355,14 @@ TEST_SUITE("gpu") {
           CHECK(shell("cmp " + d + "/a/" + slot + ".npy " + d + "/b/" + slot + ".npy").code == 0);
       }
     }
+    // Its counters come from the child, collected by the lab's counter code there.
+    const Result k = lab_cli("bench --pipeline harris --input " + data_path("dock.jpg") +
+                                 " --kernel-file " + d + "/blur.cu --replace blur --stage blur" +
+                                 " --counters --reps 20 --json --out " + d + "/bench.json",
+                             180);
+    INFO(k.out);
+    CHECK(k.code == 0);
+    CHECK(!has(k, "counters of the kernel host's launch"));
     const Result c = lab_cli("check --pipeline harris --input " + data_path("dock.jpg") +
                                  " --kernel-file " + d + "/blur.cu --replace blur --stage blur",
                              120);

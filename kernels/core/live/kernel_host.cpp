@@ -17,6 +17,8 @@
 #include <sstream>
 
 #include "check.h"
+#include "counters.h"
+#include "delay.h"
 #include "device.h"
 #include "driver_entry.h"
 #include "measure.h"
@@ -204,6 +206,41 @@ HostSlot get_slot(WireReader& in) {
   return s;
 }
 
+void put_stalls(WireWriter& w, const std::vector<StallReason>& v) {
+  w.pod(uint32_t(v.size()));
+  for (const StallReason& s : v) w.str(s.metric), w.str(s.words), w.pod(s.per_issue);
+}
+
+std::vector<StallReason> get_stalls(WireReader& in) {
+  const uint32_t n = in.pod<uint32_t>();
+  if (n > 256) throw WireError("too many stall reasons");
+  std::vector<StallReason> v(n);
+  for (StallReason& s : v) s.metric = in.str(), s.words = in.str(), s.per_issue = in.pod<double>();
+  return v;
+}
+
+void put_counters(WireWriter& w, const CounterValues& v) {
+  w.str(v.range);
+  for (double x : {v.achieved_occupancy_pct, v.dram_read_bytes, v.dram_write_bytes, v.l2_hit_pct,
+                   v.sm_throughput_pct, v.mem_throughput_pct, v.duration_ns, v.fp32_flops,
+                   v.fp64_flops, v.inst_executed})
+    w.pod(x);
+  put_stalls(w, v.stalls);
+  put_stalls(w, v.top_stalls);
+}
+
+CounterValues get_counters(WireReader& in) {
+  CounterValues v;
+  v.range = in.str();
+  for (double* x : {&v.achieved_occupancy_pct, &v.dram_read_bytes, &v.dram_write_bytes,
+                    &v.l2_hit_pct, &v.sm_throughput_pct, &v.mem_throughput_pct, &v.duration_ns,
+                    &v.fp32_flops, &v.fp64_flops, &v.inst_executed})
+    *x = in.pod<double>();
+  v.stalls = get_stalls(in);
+  v.top_stalls = get_stalls(in);
+  return v;
+}
+
 }  // namespace
 
 std::string encode_host_launch(const HostLaunch& l) {
@@ -216,6 +253,7 @@ std::string encode_host_launch(const HostLaunch& l) {
   w.pod(uint32_t(l.params.size()));
   for (float v : l.params) w.pod(v);
   w.pod(int32_t(l.block.x)), w.pod(int32_t(l.block.y));
+  w.pod(uint8_t(l.counters));
   return w.s;
 }
 
@@ -235,6 +273,7 @@ HostLaunch decode_host_launch(const std::string& payload) {
   if (n > 8) throw WireError("more than 8 parameters");
   for (uint32_t i = 0; i < n; ++i) l.params.push_back(in.pod<float>());
   l.block.x = in.pod<int32_t>(), l.block.y = in.pod<int32_t>();
+  l.counters = in.pod<uint8_t>() != 0;
   in.end();
   return l;
 }
@@ -250,6 +289,8 @@ std::string encode_host_report(const HostLaunchReport& r) {
   w.pod(int32_t(r.blocks_per_sm));
   w.pod(uint32_t(r.grid.x)), w.pod(uint32_t(r.grid.y)), w.pod(uint32_t(r.block.x));
   w.pod(uint32_t(r.block.y));
+  w.pod(uint8_t(r.counted));
+  if (r.counted) w.str(r.counters_why), put_counters(w, r.values);
   return w.s;
 }
 
@@ -265,6 +306,8 @@ HostLaunchReport decode_host_report(const std::string& payload) {
   r.blocks_per_sm = in.pod<int32_t>();
   r.grid.x = in.pod<uint32_t>(), r.grid.y = in.pod<uint32_t>();
   r.block.x = in.pod<uint32_t>(), r.block.y = in.pod<uint32_t>();
+  r.counted = in.pod<uint8_t>() != 0;
+  if (r.counted) r.counters_why = in.str(), r.values = get_counters(in);
   in.end();
   return r;
 }
@@ -578,13 +621,15 @@ KernelHostFault::KernelHostFault(const std::string& stage_, uint64_t frame_, Tri
       frame(frame_),
       outcome(o) {}
 
-RemoteLaunch HostedLaunches::launch(const std::string& stage, const StageArgs& a,
-                                    const std::vector<ParamSpec>& specs, cudaStream_t stream) {
+HostLaunchReport HostedLaunches::run(const std::string& stage, const StageArgs& a,
+                                     const std::vector<ParamSpec>& specs, cudaStream_t stream,
+                                     bool counters) {
   const uint64_t frame = ++m_frames;
   HostLaunch l;
   l.frame = frame;
   l.transport = m_transport;
   l.block = a.block;
+  l.counters = counters;
   for (const ParamSpec& p : specs) {
     if (l.params.size() == 8) break;
     const auto it = a.params.find(p.name);
@@ -609,11 +654,8 @@ RemoteLaunch HostedLaunches::launch(const std::string& stage, const StageArgs& a
     (input ? l.in : l.out).push_back(slot);
   }
   if (m_transport == HostTransport::Shared) LAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const HostLaunchReport rep = m_host.launch(l, m_deadline_s);
-  if (rep.ran() && m_kernel_us.size() < 1000000) {
-    m_round_trip_us.push_back(1e3 * rep.round_trip_ms);
-    m_kernel_us.push_back(1e3 * rep.kernel_ms);
-  }
+  // Counters replay the launch several times: far longer than a frame may take.
+  const HostLaunchReport rep = m_host.launch(l, counters ? m_deadline_s + 60 : m_deadline_s);
   if (!rep.ran()) {
     const std::string words =
         rep.outcome == TrialOutcome::Faulted || rep.outcome == TrialOutcome::Timeout
@@ -626,12 +668,33 @@ RemoteLaunch HostedLaunches::launch(const std::string& stage, const StageArgs& a
     LAB_CUDA_CHECK(cudaMemcpy2DAsync(r.data, r.pitch, out_staging[k], r.pitch, r.desc.row_bytes(),
                                      size_t(r.desc.height), cudaMemcpyDefault, stream));
   }
+  return rep;
+}
+
+RemoteLaunch HostedLaunches::launch(const std::string& stage, const StageArgs& a,
+                                    const std::vector<ParamSpec>& specs, cudaStream_t stream) {
+  const HostLaunchReport rep = run(stage, a, specs, stream, false);
+  if (m_kernel_us.size() < 1000000) {
+    m_round_trip_us.push_back(1e3 * rep.round_trip_ms);
+    m_kernel_us.push_back(1e3 * rep.kernel_ms);
+  }
   RemoteLaunch r;
   r.grid = rep.grid, r.block = rep.block;
   r.ms = float(rep.kernel_ms);
   r.attrs = rep.attrs;
   r.blocks_per_sm = rep.blocks_per_sm;
   return r;
+}
+
+CounterValues HostedLaunches::counters(const std::string& stage, const StageArgs& a,
+                                       const std::vector<ParamSpec>& specs, cudaStream_t stream,
+                                       std::string* why) {
+  const HostLaunchReport rep = run(stage, a, specs, stream, true);
+  if (!rep.counted || !rep.counters_why.empty()) {
+    if (why) *why = rep.counted ? rep.counters_why : "the kernel's process collected none";
+    return {};
+  }
+  return rep.values;
 }
 
 std::string HostedLaunches::summary() const {
@@ -878,6 +941,8 @@ struct HostState {
   std::map<uint64_t, SharedRegion> regions;  // given by the lab, by id
   LaunchRecorder rec;
   cudaStream_t stream = nullptr;
+  std::unique_ptr<CounterCollector> counters;  // made on the first frame that asks
+  L2Flush flush;
   ~HostState() {
     for (auto& [h, p] : ipc) cudaIpcCloseMemHandle(p);
   }
@@ -902,6 +967,38 @@ void* slot_address(HostState& st, HostTransport t, const HostSlot& s) {
     it = st.ipc.emplace(key, p).first;
   }
   return static_cast<char*>(it->second) + s.offset;
+}
+
+// The frame's launch again under the lab's counter collector, replayed once per pass, the L2
+// flushed before it (outside its range), as the lab collects a built-in launch's.
+void count_frame(HostState& st, const StageArgs& a, const std::vector<ParamSpec>& specs,
+                 HostLaunchReport& rep) {
+  rep.counted = true;
+  if (!st.counters) st.counters = std::make_unique<CounterCollector>();
+  if (!st.counters->unavailable().empty()) {
+    rep.counters_why = st.counters->unavailable();
+    return;
+  }
+  const CounterReport cr = st.counters->collect([&](RangeSink& sink) {
+    st.flush.enqueue(st.stream);
+    st.rec.clear();
+    st.rec.set_ranges(&sink);
+    try {
+      FrameContext ctx(st.rec, st.stream);
+      launch_live(ctx, a, *st.kernel, specs);
+    } catch (...) {
+      st.rec.set_ranges(nullptr);
+      throw;
+    }
+    st.rec.set_ranges(nullptr);
+    LAB_CUDA_CHECK(cudaStreamSynchronize(st.stream));
+  });
+  if (!cr.ok)
+    rep.counters_why = cr.why;
+  else if (cr.ranges.size() != 1)
+    rep.counters_why = std::to_string(cr.ranges.size()) + " ranges for one launch";
+  else
+    rep.values = cr.ranges[0];
 }
 
 HostLaunchReport run_frame(HostState& st, const HostLaunch& l) {
@@ -940,6 +1037,7 @@ HostLaunchReport run_frame(HostState& st, const HostLaunch& l) {
     rep.attrs = r.attrs;
     rep.blocks_per_sm = r.blocks_per_sm;
     rep.grid = r.grid, rep.block = r.block;
+    if (l.counters) count_frame(st, a, specs, rep);
     // Handles the lab no longer uses (its slots were reallocated) are closed.
     if (l.transport == HostTransport::Ipc) {
       for (auto it = st.ipc.begin(); it != st.ipc.end();) {

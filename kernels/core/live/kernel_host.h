@@ -96,6 +96,7 @@ struct HostLaunch {
   std::vector<HostSlot> in, out;
   std::vector<float> params;  // the stage's parameters in `kernel-lab list` order (at most 8)
   Block block{32, 8};         // must be the one the kernel was compiled for
+  bool counters = false;      // collect its hardware counters (the child's CUPTI, L2 flushed)
 };
 
 struct HostLaunchReport {
@@ -106,6 +107,9 @@ struct HostLaunchReport {
   KernelAttrs attrs;         // the kernel's, in the child
   int blocks_per_sm = 0;
   dim3 grid, block;
+  bool counted = false;  // counters were asked for: `values`, or why not
+  CounterValues values;
+  std::string counters_why;
   bool ran() const { return outcome == TrialOutcome::Passed; }
 };
 
@@ -207,6 +211,9 @@ class HostedLaunches : public RemoteLaunches {
       : m_host(host), m_transport(transport), m_deadline_s(deadline_s) {}
   RemoteLaunch launch(const std::string& stage, const StageArgs& a,
                       const std::vector<ParamSpec>& specs, cudaStream_t stream) override;
+  CounterValues counters(const std::string& stage, const StageArgs& a,
+                         const std::vector<ParamSpec>& specs, cudaStream_t stream,
+                         std::string* why) override;
   HostTransport transport() const { return m_transport; }
   void set_deadline(double s) { m_deadline_s = s; }
   double deadline() const { return m_deadline_s; }
@@ -223,6 +230,8 @@ class HostedLaunches : public RemoteLaunches {
   KernelHost& m_host;
   HostTransport m_transport;
   double m_deadline_s;
+  HostLaunchReport run(const std::string& stage, const StageArgs& a,
+                       const std::vector<ParamSpec>& specs, cudaStream_t stream, bool counters);
   uint64_t m_frames = 0;
   std::vector<double> m_round_trip_us, m_kernel_us;
 };

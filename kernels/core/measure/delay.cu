@@ -79,4 +79,15 @@ void enqueue_delay(cudaStream_t stream, double microseconds) {
   LAB_CUDA_CHECK(cudaGetLastError());
 }
 
+void L2Flush::enqueue(cudaStream_t stream) {
+  if (!m_buf.data()) {
+    int l2 = 0, dev = 0;
+    LAB_CUDA_CHECK(cudaGetDevice(&dev));
+    LAB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    m_buf = DeviceBuffer(2 * size_t(l2 > (1 << 20) ? l2 : (1 << 20)));
+    LAB_CUDA_CHECK(cudaMemsetAsync(m_buf.data(), 0, m_buf.size(), stream));  // once
+  }
+  enqueue_read_flush(stream, m_buf.data(), m_buf.size());
+}
+
 }  // namespace lab

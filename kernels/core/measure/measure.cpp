@@ -204,6 +204,22 @@ CounterRun collect_counters(Runner& r, CounterCollector& c, size_t stage,
     throw;
   }
   r.set_graph(graph);
+  // A launch in the kernel host opened no range here: its counters come from the child, which
+  // collects them on a launch of its own (after this session: one profiler at a time).
+  if (out.report.ok) {
+    for (size_t k = 0; k < out.launches.size() && k <= out.report.ranges.size(); ++k) {
+      if (!out.launches[k].remote) continue;
+      std::string why;
+      CounterValues v = r.remote_counters(out.launches[k].stage, &why);
+      v.range = r.stages()[out.launches[k].stage].label() + " " + out.launches[k].kernel;
+      if (!why.empty()) {
+        out.report.ok = false;
+        out.report.why = "counters of the kernel host's launch: " + why;
+        break;
+      }
+      out.report.ranges.insert(out.report.ranges.begin() + long(k), std::move(v));
+    }
+  }
   if (out.report.ok && out.report.ranges.size() != out.launches.size()) {
     std::string names;
     for (size_t k = 0; k < out.report.ranges.size() && k < 40; ++k)

@@ -379,6 +379,13 @@ bool Runner::hosted(size_t i) const {
   return m_remote && m_stages[i].enabled && !m_skip[i] && m_stages[i].variant_def().live;
 }
 
+CounterValues Runner::remote_counters(size_t i, std::string* why) {
+  if (!m_remote) throw Error(ErrorKind::Internal, "remote_counters: no kernel host");
+  const ResolvedStage& s = m_stages.at(i);
+  LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+  return m_remote->counters(s.op->def.name, args_for(s), s.op->def.params, m_stream, why);
+}
+
 void Runner::run_hosted(size_t i, const ResolvedStage& s, const StageArgs& args) {
   LAB_CUDA_CHECK(cudaStreamSynchronize(m_stream));  // what it reads is written
   const RemoteLaunch r = m_remote->launch(s.op->def.name, args, s.op->def.params, m_stream);
@@ -601,14 +608,7 @@ void Runner::run_queued(double queue_ahead_us, size_t stage, const ResolvedStage
 }
 
 void Runner::enqueue_l2_flush() {
-  if (m_backend != Backend::Cuda) return;
-  if (!m_flush.data()) {
-    int l2 = 0;
-    LAB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_info().index));
-    m_flush = DeviceBuffer(2 * size_t(std::max(l2, 1 << 20)));
-    LAB_CUDA_CHECK(cudaMemsetAsync(m_flush.data(), 0, m_flush.size(), m_stream));  // once
-  }
-  enqueue_read_flush(m_stream, m_flush.data(), m_flush.size());
+  if (m_backend == Backend::Cuda) m_flush.enqueue(m_stream);
 }
 
 void Runner::run_stage(size_t i, const ResolvedStage* cfg) {

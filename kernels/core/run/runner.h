@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "counters.h"
+#include "delay.h"
 #include "device.h"
 #include "diff.h"
 #include "launch_recorder.h"
@@ -44,6 +45,12 @@ class RemoteLaunches {
   virtual ~RemoteLaunches() = default;
   virtual RemoteLaunch launch(const std::string& stage, const StageArgs& a,
                               const std::vector<ParamSpec>& specs, cudaStream_t stream) = 0;
+  // The launch's hardware counters, collected where it runs (by the lab's counter code there)
+  // on a launch of its own with the L2 flushed before it; values NaN and `why` set when they
+  // cannot be had.
+  virtual CounterValues counters(const std::string& stage, const StageArgs& a,
+                                 const std::vector<ParamSpec>& specs, cudaStream_t stream,
+                                 std::string* why) = 0;
 };
 
 struct SlotInfo {
@@ -106,6 +113,8 @@ class Runner {
   // launch, the stages after).
   void set_remote(RemoteLaunches* r);
   bool remote() const { return m_remote != nullptr; }
+  // Stage i's hosted launch's counters, collected in the kernel host (see RemoteLaunches).
+  CounterValues remote_counters(size_t i, std::string* why);
   // Whether the last graph frame was split at a hosted stage (the Timings panel says so).
   bool graph_split() const { return !m_split.empty(); }
 
@@ -228,7 +237,7 @@ class Runner {
   LaunchRecorder m_rec;
   std::vector<double> m_stage_ms;
   double m_frame_ms = 0, m_enqueue_ms = 0;
-  DeviceBuffer m_flush;  // read, then discarded, to empty the L2 (cold runs, counters)
+  L2Flush m_flush;  // read, then discarded, to empty the L2 (cold runs, counters)
   bool m_flush_each = false;
 };
 
