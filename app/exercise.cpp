@@ -202,10 +202,10 @@ int draw_prime(std::mt19937_64& rng, int lo, int hi) {
 }
 
 // The pipeline up to the exercise's stage at a letterbox of w x h, the learner's kernel
-// installed (compiled, then a trial run in the child on this image); throws what
-// install_live_kernel throws.
+// installed (compiled, then a trial run in the child on this image) in the kernel host that
+// `hosting` receives; throws what install_live_kernel throws.
 PipelineConfig exercise_pipeline(const Exercise& e, const std::string& kernel_path, int w, int h,
-                                 const HostImage& image, std::ostream& log) {
+                                 const HostImage& image, std::ostream& log, LiveHosting& hosting) {
   PipelineConfig p = default_pipeline("keypoints");
   for (size_t k = 0; k < p.stages.size(); ++k)  // the stages after it have nothing to say here
     if (p.stages[k].op == e.stage) p.stages.resize(k + 1);
@@ -214,7 +214,7 @@ PipelineConfig exercise_pipeline(const Exercise& e, const std::string& kernel_pa
   CommonOptions c;
   c.kernel_file = kernel_path;
   c.replace = e.stage;
-  install_live_kernel(p, c, Backend::Cuda, &image, log);
+  hosting = install_live_kernel(p, c, Backend::Cuda, &image, log);
   return p;
 }
 
@@ -251,22 +251,30 @@ SizeCheck check_size(const Exercise& e, const std::string& kernel_path, const st
   const HostImage img = draw_image(rng, w, h);
   std::ostringstream log;
   PipelineConfig p;
+  LiveHosting hosting;  // outlives the runner that launches through it
   try {
-    p = exercise_pipeline(e, kernel_path, w, h, img, log);
+    p = exercise_pipeline(e, kernel_path, w, h, img, log, hosting);
   } catch (const Error& x) {
     if (x.kind() == ErrorKind::Usage) throw;
     s.why = x.what();  // the trial: faulted, did not finish, left outputs unwritten
     return s;
   }
   Runner r(Backend::Cuda);
+  r.set_remote(hosting.launches.get());
   r.configure(p, img.desc());
   r.set_input(img);
-  r.run();
   const size_t i = stage_index(r, e.stage);
   const ResolvedStage cfg = r.stages()[i];
-  const std::vector<HostImage> ref = r.reference(i, &cfg);
-  r.poison_outputs(i, &cfg);
-  r.run_stage(i, &cfg);
+  std::vector<HostImage> ref;
+  try {
+    r.run();
+    ref = r.reference(i, &cfg);
+    r.poison_outputs(i, &cfg);
+    r.run_stage(i, &cfg);
+  } catch (const KernelHostFault& x) {
+    s.why = x.what();  // passed its trial, failed on a later run
+    return s;
+  }
   s.diff = r.compare(i, ref, cfg.math, &cfg);
   s.pass = s.diff.pass();
   if (!s.pass) {
@@ -287,8 +295,10 @@ void time_and_place(const Exercise& e, const ExerciseSubmitOptions& o, const Hos
                     std::string& failing) {
   const auto size = parse_wxh(e.bench_size);
   std::ostringstream log;
-  const PipelineConfig p = exercise_pipeline(e, o.kernel, size->x, size->y, frame, log);
+  LiveHosting hosting;  // outlives the runner that launches through it
+  const PipelineConfig p = exercise_pipeline(e, o.kernel, size->x, size->y, frame, log, hosting);
   Runner r(Backend::Cuda);
+  r.set_remote(hosting.launches.get());
   r.configure(p, frame.desc());
   r.set_input(frame);
   r.run();

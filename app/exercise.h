@@ -9,8 +9,9 @@
 // time from the salt and a fresh nonce (written into the result, so a teacher can replay them),
 // outputs are poisoned before every run, NaN and Inf count as errors unless the reference holds
 // them too, the timed runs' own output is checked, and the time is the lab's (CUDA events around
-// the launch, in the lab's process). Each size runs first in the trial child, so a kernel that
-// faults at 1x1 is a failed check, not a crash.
+// the launch, by the lab's launch recorder in the kernel host, where the kernel runs). Each size
+// runs first as a trial in the host's child, so a kernel that faults at 1x1 is a failed check,
+// not a crash; one that fails on a later run is a failed check too.
 #pragma once
 
 #include <string>
