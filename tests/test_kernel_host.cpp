@@ -151,6 +151,8 @@ TEST_SUITE("cpu") {
     l.out[0].region = 77, l.out[0].offset = 4096;
     l.block = {16, 4};
     l.counters = true;
+    l.has_event = true;
+    l.event[63] = 'e';
     const std::string wire = lab::encode_host_launch(l);
     const lab::HostLaunch b = lab::decode_host_launch(wire);
     CHECK(b.frame == 12);
@@ -164,6 +166,8 @@ TEST_SUITE("cpu") {
     CHECK(b.params == l.params);
     CHECK(b.block == l.block);
     CHECK(b.counters);
+    CHECK(b.has_event);
+    CHECK(b.event == l.event);
     for (size_t n : {size_t(0), size_t(9), wire.size() / 2, wire.size() - 1})
       CHECK_THROWS_AS(lab::decode_host_launch(wire.substr(0, n)), lab::WireError);
     CHECK_THROWS_AS(lab::decode_host_launch(wire + "x"), lab::WireError);
@@ -339,17 +343,20 @@ TEST_SUITE("gpu") {
     REQUIRE(lab_cli("copy blur=v4_rows -o " + d + "/blur.cu").code == 0);
     const Result built_in = lab_cli("run" + in + " --variant blur=v4_rows --dump " + d + "/a", 120);
     REQUIRE(built_in.code == 0);
-    for (const char* env : {"", "LAB_KERNEL_HOST_SHARED=1 "}) {
+    for (const std::string env :
+         {"", "LAB_KERNEL_HOST_SHARED=1 ", "LAB_KERNEL_HOST_ORDER=events "}) {
       for (const char* graph : {"", " --graph"}) {
         INFO(env << graph);
         shell("rm -rf " + d + "/b");
-        const Result r =
-            shell(std::string(env) + lab_exe() + " run" + in + graph + " --kernel-file " + d +
-                  "/blur.cu --replace blur --dump " + d + "/b 2>&1");
+        const Result r = shell(env + lab_exe() + " run" + in + graph + " --kernel-file " + d +
+                               "/blur.cu --replace blur --dump " + d + "/b 2>&1");
         INFO(r.out);
         REQUIRE(r.code == 0);
         CHECK(has(r, "runs in the kernel host"));
-        CHECK(has(r, *env ? "page-locked shared memory" : "CUDA IPC"));
+        const bool shared = env.find("SHARED") != std::string::npos;
+        CHECK(has(r, shared ? "page-locked shared memory" : "CUDA IPC"));
+        if (env.find("events") != std::string::npos)
+          CHECK(has(r, "ordered by interprocess events"));
         CHECK(has(r, "the host adds"));
         for (const char* slot : {"blur", "harris"})
           CHECK(shell("cmp " + d + "/a/" + slot + ".npy " + d + "/b/" + slot + ".npy").code == 0);

@@ -80,6 +80,13 @@ const char* host_transport_name(HostTransport t);
 // The transport for a device: Shared on an integrated GPU or with LAB_KERNEL_HOST_SHARED=1.
 HostTransport host_transport_for(bool integrated);
 
+// How a frame is ordered between the lab's stream and the child's: host synchronisation (the
+// lab waits for its stream before it sends the frame; the child for its own before it replies),
+// or interprocess events (the lab records an event and sends at once; the child's stream waits
+// for it on the GPU). The shared-memory transport uses host synchronisation.
+enum class HostOrdering : uint8_t { Sync = 0, Events = 1 };
+const char* host_ordering_name(HostOrdering o);
+
 // One slot of a frame, as the child finds it: an IPC handle of the allocation and the slot's
 // offset in it, or a shared region (given with KernelHost::share) and an offset.
 struct HostSlot {
@@ -94,9 +101,11 @@ struct HostLaunch {
   uint64_t frame = 0;
   HostTransport transport = HostTransport::Ipc;
   std::vector<HostSlot> in, out;
-  std::vector<float> params;  // the stage's parameters in `kernel-lab list` order (at most 8)
-  Block block{32, 8};         // must be the one the kernel was compiled for
-  bool counters = false;      // collect its hardware counters (the child's CUPTI, L2 flushed)
+  std::vector<float> params;     // the stage's parameters in `kernel-lab list` order (at most 8)
+  Block block{32, 8};            // must be the one the kernel was compiled for
+  bool counters = false;         // collect its hardware counters (the child's CUPTI, L2 flushed)
+  bool has_event = false;        // HostOrdering::Events: wait for this interprocess event first
+  std::array<char, 64> event{};  // cudaIpcEventHandle_t
 };
 
 struct HostLaunchReport {
@@ -205,10 +214,13 @@ struct KernelHostFault : Error {
 // each within `deadline_s` (a child that overruns it is killed with its process group). A launch
 // that fails throws KernelHostFault; the host has then dropped the kernel and started a fresh
 // child, and the caller goes back to the stage's built-in variant.
+// The ordering: both are measured on the first 32 frames (alternating, the lab's wall time from
+// its stream's last work to the child's reply) and the faster is kept; LAB_KERNEL_HOST_ORDER=
+// sync|events forces one.
 class HostedLaunches : public RemoteLaunches {
  public:
-  HostedLaunches(KernelHost& host, HostTransport transport, double deadline_s = 2.0)
-      : m_host(host), m_transport(transport), m_deadline_s(deadline_s) {}
+  HostedLaunches(KernelHost& host, HostTransport transport, double deadline_s = 2.0);
+  ~HostedLaunches() override;
   RemoteLaunch launch(const std::string& stage, const StageArgs& a,
                       const std::vector<ParamSpec>& specs, cudaStream_t stream) override;
   CounterValues counters(const std::string& stage, const StageArgs& a,
@@ -218,6 +230,8 @@ class HostedLaunches : public RemoteLaunches {
   void set_deadline(double s) { m_deadline_s = s; }
   double deadline() const { return m_deadline_s; }
   uint64_t frames() const { return m_frames; }
+  // The ordering frames use now (during the first 32, each is tried in turn).
+  HostOrdering ordering() const { return m_ordering; }
   // Each frame's wall time from the lab's request to the child's reply, and the kernel's time
   // within it (the child's event pair), in µs; the difference is what the host costs a frame.
   const std::vector<double>& round_trip_us() const { return m_round_trip_us; }
@@ -234,6 +248,11 @@ class HostedLaunches : public RemoteLaunches {
                        const std::vector<ParamSpec>& specs, cudaStream_t stream, bool counters);
   uint64_t m_frames = 0;
   std::vector<double> m_round_trip_us, m_kernel_us;
+  bool m_forced = false;  // LAB_KERNEL_HOST_ORDER
+  HostOrdering m_ordering = HostOrdering::Sync;
+  std::vector<double> m_order_us[2];  // per ordering: the trial frames' times
+  cudaEvent_t m_event = nullptr;      // interprocess, made on first use
+  std::array<char, 64> m_event_handle{};
 };
 
 // The argv of this executable's trial child (the kernel host).

@@ -37,9 +37,10 @@ struct RemoteLaunch {
 };
 
 // Where live kernels run when not in this process: the kernel host (kernel_host.h). The runner
-// calls it with the stage's slots once its stream is idle (host synchronisation: the stages
-// before have written what it reads) and records the launch it reports; it throws for a launch
-// that failed, and the runner's later stages do not run.
+// calls it with the stage's slots and its stream, where the stages before are enqueued; it
+// orders the launch after them (host synchronisation or an interprocess event), and the runner
+// records the launch it reports. It throws for a launch that failed, and the runner's later
+// stages do not run.
 class RemoteLaunches {
  public:
   virtual ~RemoteLaunches() = default;
