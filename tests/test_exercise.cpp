@@ -339,10 +339,11 @@ TEST_SUITE("gpu") {
       if (!before.empty()) s.replace(s.find("__global__"), 0, before);
       return s;
     };
-    const std::string edge =
-        with_guard("",
-                   "  if (!inside(out[0], x, y) ||\n"
-                   "      (out[0].width % LAB_BLOCK_X == 1 && x == out[0].width - 1)) return;");
+    const std::string edge = with_guard(
+        "",
+        "  if (!inside(out[0], x, y) ||\n"
+        "      (out[0].width > 1 && out[0].width % LAB_BLOCK_X == 1 && x == out[0].width - 1))\n"
+        "    return;");
     const std::string tail = with_guard(
         "",
         "  if (!inside(out[0], x, y) || x >= out[0].width / LAB_BLOCK_X * LAB_BLOCK_X) return;");

@@ -332,4 +332,42 @@ TEST_SUITE("cpu") {
     CHECK_THROWS_AS(facts_from_json("{\"a\": 1}"), Error);
     CHECK_THROWS_AS(facts_from_json("[{\"a\": {}}]"), Error);
   }
+
+  // The recorded ladders (tests/data/explain: `explain --lab L --ladder all --json` on the GPU
+  // host): for every consecutive step whose time moved by more than 10 %, the top-ranked change is
+  // a measured quantity that moved in the direction that explains it.
+  TEST_CASE("explain: on the recorded GPU ladders, every >10 % step has a measured top reason") {
+    const std::filesystem::path dir = std::filesystem::path(LAB_DATA_DIR) / "explain";
+    std::error_code ec;
+    size_t files = 0, steps = 0, moved = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.path().extension() != ".json") continue;
+      ++files;
+      std::ifstream in(entry.path());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      for (const auto& [a, b] : facts_from_json(ss.str())) {
+        ++steps;
+        const Explanation e = explain(a, b);
+        const std::string what = entry.path().filename().string() + ": " + a.name + " -> " + b.name;
+        INFO(what);
+        CHECK(a.counted);
+        if (std::fabs(std::log(e.ratio)) <= std::log(1.1)) continue;
+        ++moved;
+        const ExplainChange* top = e.top();
+        REQUIRE(top);
+        CHECK(top->measured);
+        CHECK(top->explains);
+        const int dir = e.ratio > 1 ? +1 : -1;
+        const ExplainRule* rule = nullptr;
+        for (const ExplainRule& r : explain_rules())
+          if (r.id == top->rule) rule = &r;
+        REQUIRE(rule);
+        CHECK((top->b > top->a ? +1 : -1) * rule->faster * dir > 0);
+      }
+    }
+    MESSAGE(files << " recorded files, " << steps << " steps, " << moved << " moved >10 %");
+    CHECK(files > 0);
+    CHECK(moved > 0);
+  }
 }
