@@ -709,6 +709,8 @@ std::vector<BenchRow> bench_stages(Session& s, const BenchOptions& o, double cop
       if (step.counted)
         notes.push_back(cfg.label() + ": counters in " + std::to_string(cr.report.passes) +
                         " passes, " + fmt("%.0f ms", cr.report.ms));
+      else if (counters)
+        notes.push_back(cfg.label() + ": no counters: " + cr.report.why);
       auto rates = [&](BenchRow& row) {
         row.model_bytes = step.model_bytes;
         row.gbs = step.model_bytes / (row.median_us * 1e-6) / 1e9;

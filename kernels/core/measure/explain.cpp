@@ -94,7 +94,8 @@ StepFacts step_facts(const LadderStep& s, bool sass) {
       if (std::isfinite(v) && v > 0) f.stalls[reason] = v;
     }
   } else {
-    f.counters_why = s.counted ? s.counters.report.why : "counters were not collected";
+    f.counters_why =
+        !s.counters.report.why.empty() ? s.counters.report.why : "counters were not collected";
   }
   for (const LaunchTiming& l : s.meas.launches)
     if (l.rec.func) {
