@@ -207,11 +207,19 @@ TEST_SUITE("cpu") {
   }
 
   TEST_CASE("exercise: the GUI opens one: its starter in the editor, the lesson beside it") {
-    const Result r = lab_cli(
-        "gui --headless --frames 6 --device cpu --input synthetic:320x240 "
-        "--exercise " +
-            (examples() / "blur.lab").string(),
-        120);
+    // Under the sanitizer build, LeakSanitizer's own tracer crashed at this child's exit
+    // ("Tracer caught signal 11" reading a dynamic TLS block it recorded as 0x16e96..0x1800017f98:
+    // the runtime's, not the lab's), only when run from the test binary. The leak check is off
+    // for these two children alone; the other GUI tests check the same paths for leaks.
+    auto gui = [](const std::string& args) {
+      const char* asan = std::getenv("ASAN_OPTIONS");
+      return shell("ASAN_OPTIONS='" + std::string(asan ? asan : "") +
+                   ":detect_leaks=0' timeout 120 " + lab_exe() + " " + args + " 2>&1");
+    };
+    const Result r =
+        gui("gui --headless --frames 6 --device cpu --input synthetic:320x240 "
+            "--exercise " +
+            (examples() / "blur.lab").string());
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(has(r,
@@ -220,11 +228,10 @@ TEST_SUITE("cpu") {
     // A file that is not an exercise: the GUI says so and keeps running.
     const fs::path d = scratch("gui");
     spit(d / "x.lab", "{}");
-    const Result bad = lab_cli(
-        "gui --headless --frames 4 --device cpu --input synthetic:320x240 "
-        "--exercise " +
-            (d / "x.lab").string(),
-        120);
+    const Result bad =
+        gui("gui --headless --frames 4 --device cpu --input synthetic:320x240 "
+            "--exercise " +
+            (d / "x.lab").string());
     INFO(bad.out);
     CHECK(bad.code == 0);
     CHECK(has(bad, "not an exercise"));
