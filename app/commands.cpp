@@ -105,6 +105,11 @@ struct Session {
   LiveHosting hosting;       // a live kernel's host, when --kernel-file installed one
 };
 
+// What the kernel host cost the frames so far ("" without one, or before a frame ran there).
+std::string host_summary(const Session& s) {
+  return s.hosting.launches ? s.hosting.launches->summary() : "";
+}
+
 // The next frame of a source read directly (files, synthetic, the first frame of a camera),
 // skipping corrupt frames, up to a bound.
 io::Frame next_frame(io::FrameSource& src, size_t& skipped) {
@@ -950,8 +955,7 @@ int cmd_bench(const CommonOptions& common, const BenchOptions& o) {
         if (slot.name == slot_name(name)) in.push_back(slot.desc);
     add_ceiling(rows, *s->lab, s->lab->def.flops ? s->lab->def.flops(in, st.params) : 0);
     const std::string story = story_text(*s->lab, rows);
-    if (s->hosting.launches && s->hosting.launches->frames() > 0)
-      notes.push_back(s->hosting.launches->summary());
+    if (const std::string h = host_summary(*s); !h.empty()) notes.push_back(h);
     for (const std::string& n : notes) header << "note: " << n << "\n";
     write_report(o, rows, copy_gbs, header.str(), {}, story);
     return 0;
@@ -959,8 +963,7 @@ int cmd_bench(const CommonOptions& common, const BenchOptions& o) {
   std::vector<BenchRow> in_frame;
   std::vector<FrameTiming> frames = bench_frames(r, m, notes, in_frame);
   for (FrameTiming& f : bench_uploads(*s, o)) frames.push_back(std::move(f));
-  if (s->hosting.launches && s->hosting.launches->frames() > 0)
-    notes.push_back(s->hosting.launches->summary());
+  if (const std::string h = host_summary(*s); !h.empty()) notes.push_back(h);
   for (const std::string& n : notes) header << "note: " << n << "\n";
   for (BenchRow& row : in_frame) row.orin_gbs = orin.gbs, rows.push_back(std::move(row));
   write_report(o, rows, copy_gbs, header.str(), frames, "");
@@ -1258,13 +1261,13 @@ int cmd_run(const CommonOptions& c, const RunOptions& o) {
     // The frames that ran are reported, complete; then the failure (exit 70).
     watch.finishing();
     watch.report().print(0);
-    if (s->hosting.launches) std::cout << s->hosting.launches->summary() << "\n";
+    if (const std::string h = host_summary(*s); !h.empty()) std::cout << h << "\n";
     throw;
   }
   watch.finishing();
   const int sig = g_signal;
   watch.report().print(sig);
-  if (s->hosting.launches) std::cout << s->hosting.launches->summary() << "\n";
+  if (const std::string h = host_summary(*s); !h.empty()) std::cout << h << "\n";
   if (!o.dump.empty()) dump_slots(r, o.dump);
   return sig ? 128 + sig : 0;
 }

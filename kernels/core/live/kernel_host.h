@@ -226,16 +226,6 @@ class HostedLaunches : public RemoteLaunches {
   CounterValues counters(const std::string& stage, const StageArgs& a,
                          const std::vector<ParamSpec>& specs, cudaStream_t stream,
                          std::string* why) override;
-  HostTransport transport() const { return m_transport; }
-  void set_deadline(double s) { m_deadline_s = s; }
-  double deadline() const { return m_deadline_s; }
-  uint64_t frames() const { return m_frames; }
-  // The ordering frames use now (during the first 32, each is tried in turn).
-  HostOrdering ordering() const { return m_ordering; }
-  // Each frame's wall time from the lab's request to the child's reply, and the kernel's time
-  // within it (the child's event pair), in µs; the difference is what the host costs a frame.
-  const std::vector<double>& round_trip_us() const { return m_round_trip_us; }
-  const std::vector<double>& kernel_us() const { return m_kernel_us; }
   // "kernel host: ... per frame, round trip median 41.2 µs (p95 52.0), of which the kernel
   // 12.3 µs: the host adds 28.9 µs" over the frames so far; "" before the first.
   std::string summary() const;
@@ -247,6 +237,7 @@ class HostedLaunches : public RemoteLaunches {
   HostLaunchReport run(const std::string& stage, const StageArgs& a,
                        const std::vector<ParamSpec>& specs, cudaStream_t stream, bool counters);
   uint64_t m_frames = 0;
+  // Per frame, in µs: the lab's request to the child's reply, and the kernel's time within it.
   std::vector<double> m_round_trip_us, m_kernel_us;
   bool m_forced = false;  // LAB_KERNEL_HOST_ORDER
   HostOrdering m_ordering = HostOrdering::Sync;

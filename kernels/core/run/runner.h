@@ -113,7 +113,6 @@ class Runner {
   // graph, the pipeline runs as graphs split at each such stage (the stages before, the hosted
   // launch, the stages after).
   void set_remote(RemoteLaunches* r);
-  bool remote() const { return m_remote != nullptr; }
   // Stage i's hosted launch's counters, collected in the kernel host (see RemoteLaunches).
   CounterValues remote_counters(size_t i, std::string* why);
   // Whether the last graph frame was split at a hosted stage (the Timings panel says so).
