@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "device.h"
@@ -57,4 +59,12 @@ inline Result lab_cli(const std::string& args, int limit_s = 0) {
 
 inline bool has(const Result& r, const std::string& s) {
   return r.out.find(s) != std::string::npos;
+}
+
+// A file's whole contents (empty when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }

@@ -22,13 +22,6 @@ using lab::sha256_hex;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void spit(const fs::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
 }

@@ -8,10 +8,13 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "check.h"
 #include "explain.h"
 #include "occupancy.h"
 #include "registry.h"
+#include "support.h"
 
 using namespace lab;
 
@@ -343,10 +346,7 @@ TEST_SUITE("cpu") {
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
       if (entry.path().extension() != ".json") continue;
       ++files;
-      std::ifstream in(entry.path());
-      std::stringstream ss;
-      ss << in.rdbuf();
-      for (const auto& [a, b] : facts_from_json(ss.str())) {
+      for (const auto& [a, b] : facts_from_json(slurp(entry.path().string()))) {
         ++steps;
         const Explanation e = explain(a, b);
         const std::string what = entry.path().filename().string() + ": " + a.name + " -> " + b.name;
@@ -369,5 +369,49 @@ TEST_SUITE("cpu") {
     MESSAGE(files << " recorded files, " << steps << " steps, " << moved << " moved >10 %");
     CHECK(files > 0);
     CHECK(moved > 0);
+  }
+}
+
+TEST_SUITE("gpu") {
+  // The numbers an explanation ranks are the numbers `bench --counters` prints for the same
+  // configurations, measured in the same run (the same measuring path; bytes and hit rates move
+  // a little between two replays, registers not at all).
+  LAB_GPU_CASE("explain: its numbers are bench --counters' numbers") {
+    const std::string dir = "/tmp/lab_explain_" + std::to_string(getpid());
+    shell("rm -rf " + dir + " && mkdir -p " + dir);
+    const std::string in = " --input " + data_path("dock.jpg") + " --reps 20";
+    const Result e = lab_cli(
+        "explain" + in + " blur=v1_naive_2d blur=v4_rows --json --no-sass -o " + dir + "/e.json",
+        180);
+    INFO(e.out);
+    REQUIRE(e.code == 0);
+    const auto pairs = facts_from_json(slurp(dir + "/e.json"));
+    REQUIRE(pairs.size() == 1);
+    for (const StepFacts* f : {&pairs[0].first, &pairs[0].second}) {
+      const std::string variant = f->name.substr(0, f->name.find(' '));
+      INFO(variant);
+      REQUIRE(f->counted);
+      const Result b = lab_cli("bench" + in + " --stage blur --variant blur=" + variant +
+                                   " --counters --json --out " + dir + "/b.json",
+                               180);
+      INFO(b.out);
+      REQUIRE(b.code == 0);
+      const auto j = nlohmann::json::parse(slurp(dir + "/b.json"));
+      double read = 0, write = 0;
+      int regs = 0, n = 0;
+      for (const auto& l : j.at("launches")) {
+        if (l.at("stage") != "blur" || !l.contains("counters")) continue;
+        ++n;
+        read += l["counters"]["dram_read_bytes"].get<double>();
+        write += l["counters"]["dram_write_bytes"].get<double>();
+        regs = std::max(regs, l["regs"].get<int>());
+      }
+      REQUIRE(n == f->launches);
+      CHECK(regs == f->regs);
+      CHECK(f->dram_read == doctest::Approx(read).epsilon(0.05));
+      CHECK(f->dram_write == doctest::Approx(write).epsilon(0.05));
+      MESSAGE(variant << ": explain reads " << f->dram_read << " B, bench " << read << " B");
+    }
+    shell("rm -rf " + dir);
   }
 }

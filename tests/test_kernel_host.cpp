@@ -6,6 +6,7 @@
 // user copy of blur run in the host gives the built-in's bytes; kernels that fault, trap or
 // never end on a later frame are recovered from in-process.
 #include <doctest/doctest.h>
+#include <cuda_runtime.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -423,8 +424,9 @@ TEST_SUITE("gpu") {
     }
   }
 
-  // Twenty real faults in a row through the host: one child at the end, no descriptor leaked.
-  LAB_GPU_CASE("kernel host: twenty faults in a row leave one child and no descriptors") {
+  // Twenty real faults in a row through the host: one child at the end, and the lab's descriptors,
+  // resident memory and the device's memory in use (both processes) flat from the second round on.
+  LAB_GPU_CASE("kernel host: twenty faults in a row leave one child, descriptors and memory flat") {
     const std::string src =
         "// @lab block=32x8 px=1 rows=1 fast_math=0 maxrregcount=0 lineinfo=1\n"
         "__global__ void user_kernel(Inputs in, Outputs out, Params p) {\n"
@@ -445,16 +447,37 @@ TEST_SUITE("gpu") {
     auto children = [] {
       return shell("ps -o pid= --ppid " + std::to_string(getpid()) + " | wc -l").out;
     };
+    auto rss_mb = [] {
+      long pages = 0, resident = 0;
+      FILE* f = std::fopen("/proc/self/statm", "r");
+      if (f && std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+      if (f) std::fclose(f);
+      return double(resident) * double(sysconf(_SC_PAGESIZE)) / 1e6;
+    };
+    auto device_used_mb = [] {
+      size_t free = 0, total = 0;
+      REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
+      return double(total - free) / 1e6;
+    };
     lab::TrialLimits limits;
     limits.timeout_s = 10;
     int fds = -1;
+    double rss = 0, used = 0;
     for (int round = 0; round < 20; ++round) {
+      // Measured with the kernel installed: a warm child with its context and module, each round.
       REQUIRE(h.install(b, limits).passed());
+      if (round == 1) fds = open_fds(), rss = rss_mb(), used = device_used_mb();
+      if (round > 1) CHECK(open_fds() == fds);
       CHECK_THROWS_AS(hosted.launch("blur", a, {}, nullptr), lab::KernelHostFault);
       CHECK_FALSE(h.installed());
-      if (round == 1) fds = open_fds();
-      if (round > 1) CHECK(open_fds() == fds);
     }
+    REQUIRE(h.install(b, limits).passed());
+    const double rss_end = rss_mb(), used_end = device_used_mb();
+    MESSAGE("after 20 faults: descriptors "
+            << open_fds() << " (round 2: " << fds << "), RSS " << rss_end << " MB (" << rss
+            << "), device memory in use " << used_end << " MB (" << used << ")");
+    CHECK(rss_end - rss < 16);  // MB: allocator noise, not a context or a module a round
+    CHECK(std::fabs(used_end - used) < 64);  // MB: one CUDA context is several hundred
     CHECK(h.spawned() == 21);
     CHECK(std::stoi(children()) <= 2);  // the warm child (and the ps itself)
   }
