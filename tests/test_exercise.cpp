@@ -218,6 +218,7 @@ TEST_SUITE("cpu") {
     CHECK(has(r,
               "gui: exercise blur: from 25 global loads a pixel to rows in registers (beat "
               "v4_rows, stage blur)"));
+    CHECK(has(r, "the Viewport shows blur"));  // the exercise's stage, not the letterbox
     // A file that is not an exercise: the GUI says so and keeps running.
     const fs::path d = scratch("gui");
     spit(d / "x.lab", "{}");

@@ -322,6 +322,7 @@ struct LiveUi {
   std::optional<Exercise> exercise;
   std::string exercise_path;
   std::string exercise_kernel;        // where the editor's text is saved to submit it
+  bool exercise_slot_shown = false;   // the Viewport turned to the exercise's stage once
   std::unique_ptr<Child> submission;  // killed with its group if the lab quits first
   std::chrono::steady_clock::time_point submitted_at;
   std::string submitted;  // the submission's report, as it arrives

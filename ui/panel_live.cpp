@@ -591,6 +591,12 @@ void update_live(GuiApp& app, bool wait) {
   poll_live(app);
   autosave_live(app, false);
   poll_submission(app, wait);
+  // An exercise opens on its stage's output in the Viewport, once the frame's slots are known.
+  if (app.live.exercise && !app.live.exercise_slot_shown && !app.view.slots.empty()) {
+    app.live.exercise_slot_shown = true;
+    for (size_t k = 0; k < app.view.slots.size(); ++k)
+      if (app.view.slots[k].name == app.live.exercise->stage) app.ui.slot = int(k);
+  }
 }
 
 }  // namespace lab::ui

@@ -265,9 +265,13 @@ void GuiScript::report(GuiApp& app, uint64_t ui_frames, uint64_t input_frames) c
         median(std::vector<double>(app.live.installed_ms.begin() + 1, app.live.installed_ms.end())),
         app.live.installed_ms[0]);
   if (app.opt.frames > 0 && app.live.exercise)  // the exercise opened, its starter's state
-    std::printf("gui: exercise %s (%s, stage %s): %s\n", app.live.exercise->title.c_str(),
-                app.live.exercise->target_text().c_str(), app.live.exercise->stage.c_str(),
-                app.live.status.c_str());
+    std::printf("gui: exercise %s (%s, stage %s): %s; the Viewport shows %s\n",
+                app.live.exercise->title.c_str(), app.live.exercise->target_text().c_str(),
+                app.live.exercise->stage.c_str(), app.live.status.c_str(),
+                app.view.slots.empty()
+                    ? "nothing yet"
+                    : app.view.slots[size_t(std::min(app.ui.slot, int(app.view.slots.size()) - 1))]
+                          .name.c_str());
   if (app.opt.frames > 0 && app.opt.kernel_file.empty() && !app.live.status.empty())
     std::printf("gui: editor: %s\n", app.live.status.c_str());
   if (app.opt.frames > 0 && app.recovery.count > 0)
