@@ -408,8 +408,13 @@ TEST_SUITE("gpu") {
       }
       REQUIRE(n == f->launches);
       CHECK(regs == f->regs);
-      CHECK(f->dram_read == doctest::Approx(read).epsilon(0.05));
-      CHECK(f->dram_write == doctest::Approx(write).epsilon(0.05));
+      // Within 5 %, or 64 kB where the bytes are few: a 3.7 MB output can stay in the 50 MB L2,
+      // and what is written back during the range is then a few sectors, not the output.
+      const auto near = [](double a, double b) {
+        return std::fabs(a - b) <= std::max(0.05 * std::max(a, b), 65536.0);
+      };
+      CHECK_MESSAGE(near(f->dram_read, read), f->dram_read << " vs " << read);
+      CHECK_MESSAGE(near(f->dram_write, write), f->dram_write << " vs " << write);
       MESSAGE(variant << ": explain reads " << f->dram_read << " B, bench " << read << " B");
     }
     shell("rm -rf " + dir);

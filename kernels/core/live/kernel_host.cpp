@@ -286,7 +286,7 @@ std::string encode_host_report(const HostLaunchReport& r) {
   WireWriter w;
   w.pod(uint8_t(r.outcome));
   w.str(r.message);
-  w.pod(r.kernel_ms);
+  w.pod(r.kernel_ms), w.pod(r.child_ms), w.pod(r.wait_ms);
   w.pod(int32_t(r.attrs.regs)), w.pod(uint64_t(r.attrs.static_smem));
   w.pod(uint64_t(r.attrs.local_bytes)), w.pod(int32_t(r.attrs.max_threads));
   w.pod(int32_t(r.attrs.binary_version)), w.pod(uint64_t(r.attrs.max_dyn_smem));
@@ -303,7 +303,7 @@ HostLaunchReport decode_host_report(const std::string& payload) {
   HostLaunchReport r;
   r.outcome = get_outcome(in);
   r.message = in.str();
-  r.kernel_ms = in.pod<double>();
+  r.kernel_ms = in.pod<double>(), r.child_ms = in.pod<double>(), r.wait_ms = in.pod<double>();
   r.attrs.regs = in.pod<int32_t>(), r.attrs.static_smem = in.pod<uint64_t>();
   r.attrs.local_bytes = in.pod<uint64_t>(), r.attrs.max_threads = in.pod<int32_t>();
   r.attrs.binary_version = in.pod<int32_t>(), r.attrs.max_dyn_smem = in.pod<uint64_t>();
@@ -724,6 +724,8 @@ RemoteLaunch HostedLaunches::launch(const std::string& stage, const StageArgs& a
   if (m_kernel_us.size() < 1000000) {
     m_round_trip_us.push_back(1e3 * rep.round_trip_ms);
     m_kernel_us.push_back(1e3 * rep.kernel_ms);
+    m_child_us.push_back(1e3 * rep.child_ms);
+    m_wait_us.push_back(1e3 * rep.wait_ms);
   }
   RemoteLaunch r;
   r.grid = rep.grid, r.block = rep.block;
@@ -761,7 +763,9 @@ std::string HostedLaunches::summary() const {
          " frames; per frame, round trip median " + fmt("%.1f", median(m_round_trip_us)) +
          " us (p95 " + fmt("%.1f", percentile(m_round_trip_us, 95)) + "), of which the kernel " +
          fmt("%.1f", median(m_kernel_us)) + " us: the host adds " + fmt("%.1f", median(cost)) +
-         " us (p95 " + fmt("%.1f", percentile(cost, 95)) + ")";
+         " us (p95 " + fmt("%.1f", percentile(cost, 95)) + "); in the child " +
+         fmt("%.1f", median(m_child_us)) + " us, of which waiting for its stream " +
+         fmt("%.1f", median(m_wait_us)) + " us (the GPU: the lab's work before, the kernel)";
 }
 
 void KernelHost::share(const SharedRegion& region, double timeout_s) {
@@ -1098,7 +1102,10 @@ HostLaunchReport run_frame(HostState& st, const HostLaunch& l) {
       FrameContext ctx(st.rec, st.stream);
       launch_live(ctx, a, *st.kernel, specs);
     }
+    const auto wait0 = std::chrono::steady_clock::now();
     LAB_CUDA_CHECK(cudaStreamSynchronize(st.stream));  // a fault or a trap throws here
+    rep.wait_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wait0).count();
     st.rec.collect(true);
     const LaunchRecord& r = st.rec.launches().at(0);
     rep.outcome = TrialOutcome::Passed;
@@ -1186,7 +1193,11 @@ int trial_child_main(int in_fd, int out_fd) {
         outcome = rep.outcome;
         send_or_exit(proto, kInstalled, encode_trial_report(rep));
       } else if (f.type == kLaunch) {
-        const HostLaunchReport rep = run_frame(st, decode_host_launch(f.payload));
+        const auto t0 = std::chrono::steady_clock::now();
+        HostLaunchReport rep = run_frame(st, decode_host_launch(f.payload));
+        rep.child_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         outcome = rep.outcome;
         send_or_exit(proto, kLaunched, encode_host_report(rep));
       } else if (f.type == kUninstall) {

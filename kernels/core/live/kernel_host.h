@@ -113,6 +113,8 @@ struct HostLaunchReport {
   std::string message;
   double kernel_ms = 0;      // between the child's own event pair (the launch recorder's)
   double round_trip_ms = 0;  // the lab's wall time from request to reply
+  double child_ms = 0;       // the child's wall time from the request read to the reply sent
+  double wait_ms = 0;        // of which waiting for its stream (the lab's work before, the kernel)
   KernelAttrs attrs;         // the kernel's, in the child
   int blocks_per_sm = 0;
   dim3 grid, block;
@@ -238,7 +240,7 @@ class HostedLaunches : public RemoteLaunches {
                        const std::vector<ParamSpec>& specs, cudaStream_t stream, bool counters);
   uint64_t m_frames = 0;
   // Per frame, in µs: the lab's request to the child's reply, and the kernel's time within it.
-  std::vector<double> m_round_trip_us, m_kernel_us;
+  std::vector<double> m_round_trip_us, m_kernel_us, m_child_us, m_wait_us;
   bool m_forced = false;  // LAB_KERNEL_HOST_ORDER
   HostOrdering m_ordering = HostOrdering::Sync;
   std::vector<double> m_order_us[2];  // per ordering: the trial frames' times
