@@ -299,6 +299,24 @@ TEST_SUITE("cpu") {
     CHECK(s.viewport_colours > 50);  // the viewport shows the letterboxed scene
   }
 
+  TEST_CASE("gui: an OpenGL context the driver reset is made again; the frames after it draw") {
+    // Simulated (LAB_SIMULATE_GL_RESET): after UI frame 3 the lab acts as on a reset reported by
+    // glGetGraphicsResetStatus; the screenshot of frame 8 comes from the new context.
+    const Shot s = screenshot("LAB_SIMULATE_GL_RESET=3 ",
+                              "--headless --frames 8 --window 900x600 --device cpu "
+                              "--input synthetic:320x240");
+    REQUIRE(s.code == 0);
+    CHECK(s.colours > 200);          // the panels drawn again, fonts and shaders made anew
+    CHECK(s.viewport_colours > 50);  // the image uploaded again into a new texture
+    const Result r = shell("LAB_SIMULATE_GL_RESET=3 " + lab_exe() +
+                           " gui --headless --frames 8 --window 900x600 --device cpu --input "
+                           "synthetic:320x240 2>&1");
+    CHECK(r.code == 0);
+    CHECK_MESSAGE(has(r, "gui: OpenGL context made again 1 time(s) after the driver reset it"),
+                  r.out);
+    CHECK(has(r, "Kernel Lab made a new one in"));
+  }
+
 #if defined(LAB_WITH_OPENCV)
   TEST_CASE("gui: --ui-scale renders larger fonts and sizes") {
     const std::string args =

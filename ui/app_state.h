@@ -347,6 +347,8 @@ struct GuiApp {
   FrameResult view;              // the last finished job's result
   bool gpu_lost = false;         // a sticky CUDA error: GPU work stopped until restart
   GlInterop interop;
+  int gl_renewals = 0;     // OpenGL contexts made again after the driver reset one (gui.cpp)
+  double gl_renew_ms = 0;  // the last one's time
   Staging staging;
   unsigned texture = 0;  // the output's GL texture (interop target)
   int tex_w = 0, tex_h = 0;

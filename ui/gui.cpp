@@ -27,6 +27,7 @@
 #include "presets.h"
 #include "script.h"
 #include "shell.h"
+#include "text.h"
 #include "widgets.h"
 
 namespace lab::ui {
@@ -52,6 +53,8 @@ GuiHooks read_gui_hooks() {
     h.simulate_hang_at = std::strtoull(f, nullptr, 10);
   if (const char* f = std::getenv("LAB_SIMULATE_HOST_FAULT"))
     h.simulate_host_fault_at = std::strtoull(f, nullptr, 10);
+  if (const char* f = std::getenv("LAB_SIMULATE_GL_RESET"))
+    h.simulate_gl_reset_at = std::strtoull(f, nullptr, 10);
   h.simulate_reset_failure = set("LAB_SIMULATE_RESET_FAILURE");
   h.no_restart = set("LAB_NO_RESTART");
   const char* mode = std::getenv("LAB_RESTART_MODE");
@@ -112,6 +115,22 @@ struct Window {
   GLFWwindow* glfw = nullptr;
 };
 
+// A GLFW window with an OpenGL 3.3 core context, told when the driver resets it where GLFW can
+// ask for that; nullptr when there is none.
+GLFWwindow* create_glfw_window(int width, int height) {
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_CONTEXT_ROBUSTNESS, GLFW_LOSE_CONTEXT_ON_RESET);
+  GLFWwindow* w = glfwCreateWindow(width, height, "Kernel Lab", nullptr, nullptr);
+  if (!w) {
+    glfwWindowHint(GLFW_CONTEXT_ROBUSTNESS, GLFW_NO_ROBUSTNESS);
+    w = glfwCreateWindow(width, height, "Kernel Lab", nullptr, nullptr);
+  }
+  if (w) glfwMakeContextCurrent(w), glfwSwapInterval(1);
+  return w;
+}
+
 // Headless: an EGL context rendering offscreen; else a GLFW window with an OpenGL 3.3 core
 // context. Then Dear ImGui's context and backends, and the CUDA-GL interop probe.
 Window open_window(GuiApp& app) {
@@ -127,17 +146,12 @@ Window open_window(GuiApp& app) {
       throw Error(ErrorKind::Unavailable,
                   "cannot open a window (GLFW found no usable display); "
                   "run with --headless");
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
-    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-    w.glfw = glfwCreateWindow(opt.width, opt.height, "Kernel Lab", nullptr, nullptr);
+    w.glfw = create_glfw_window(opt.width, opt.height);
     if (!w.glfw) {
       glfwTerminate();
       throw Error(ErrorKind::Unavailable,
                   "cannot create an OpenGL 3.3 window; run with --headless");
     }
-    glfwMakeContextCurrent(w.glfw);
-    glfwSwapInterval(1);
     float sx = 1, sy = 1;
     glfwGetWindowContentScale(w.glfw, &sx, &sy);
     init_imgui(opt.ui_scale > 0 ? opt.ui_scale : std::max(sx, sy), true);
@@ -171,6 +185,48 @@ void release_gl(GuiApp& app) {
   if (app.kp_vao) glDeleteVertexArrays(1, &app.kp_vao);
   if (app.colormap_gl.program) glDeleteProgram(app.colormap_gl.program);
   if (app.overlay_gl.program) glDeleteProgram(app.overlay_gl.program);
+}
+
+// The driver reset the window's OpenGL context (on some hosts a fault in any process resets
+// every context on the GPU, the kernel host's child included): every GL object is gone, so the
+// lab makes a new context (a new window, where there is one, at the same place) and forgets the
+// names it held; the panels make their textures, buffers and shaders again as they draw, and the
+// interop registers them again. The CUDA side and the pipeline are untouched.
+void renew_gl(GuiApp& app, Window& w, const std::string& why) {
+  const auto t0 = std::chrono::steady_clock::now();
+  app.interop.reset();
+  app.texture = app.ref_texture = app.ui.ab.heat_texture = 0;
+  app.tex_w = app.tex_h = app.ref_w = app.ref_h = 0;
+  app.kp_vbo = app.kp_vao = 0;
+  app.kp_bytes = 0;
+  app.overlay_gl = {};
+  app.colormap_gl = {};
+  app.uploaded.clear();
+  ImGui_ImplOpenGL3_Shutdown();
+  if (w.headless) {
+    w.headless.reset();  // its display is terminated before the new one is initialised
+    w.headless = std::make_unique<HeadlessGl>(app.opt.width, app.opt.height);
+  } else {
+    int x = 0, y = 0, width = 0, height = 0;
+    glfwGetWindowPos(w.glfw, &x, &y);
+    glfwGetWindowSize(w.glfw, &width, &height);
+    ImGui_ImplGlfw_Shutdown();
+    glfwDestroyWindow(w.glfw);
+    w.glfw = create_glfw_window(width, height);
+    if (!w.glfw)
+      throw Error(ErrorKind::Unavailable,
+                  why + ", and no new window could be made: the lab cannot draw");
+    glfwSetWindowPos(w.glfw, x, y);
+    ImGui_ImplGlfw_InitForOpenGL(w.glfw, true);
+  }
+  ImGui_ImplOpenGL3_Init("#version 330");
+  app.interop.init(app.opt.backend == Backend::Cuda, app.opt.hooks.no_interop);
+  ++app.gl_renewals;
+  app.gl_renew_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  app.ui.message = why + ": Kernel Lab made a new one in " + fmt("%.0f", app.gl_renew_ms) +
+                   " ms and draws on (nothing of the pipeline was lost).";
+  std::fprintf(stderr, "kernel-lab: %s\n", app.ui.message.c_str());
 }
 
 float ms_since(std::chrono::steady_clock::time_point t0) {
@@ -231,6 +287,11 @@ int run_gui(const GuiOptions& given) {
       else
         glFinish();  // headless: the frame really drawn, as a swap would (and no queue build-up)
       report_if_slow("the GL swap or finish", sync0);
+      std::string reset = gl_reset_words();
+      if (reset.empty() && opt.hooks.simulate_gl_reset_at > 0 &&
+          uint64_t(frame) + 1 == opt.hooks.simulate_gl_reset_at)
+        reset = "the driver reset this OpenGL context (simulated for a test)";
+      if (!reset.empty()) renew_gl(app, window, reset);
       save_layout(false);
       push_history(app.ui.gl_sync_ms, ms_since(sync0));
       push_history(app.ui.frame_ms, ms_since(t0));

@@ -23,6 +23,7 @@ struct GuiHooks {
   uint64_t simulate_hang_at = 0;   // LAB_SIMULATE_GPU_HANG=N (test): job N never ends
   // LAB_SIMULATE_HOST_FAULT=N (test): engine job N's live kernel faults in the kernel host.
   uint64_t simulate_host_fault_at = 0;
+  uint64_t simulate_gl_reset_at = 0;    // tests: the driver resets the GL context after UI frame N
   bool simulate_reset_failure = false;  // LAB_SIMULATE_RESET_FAILURE (test): the reset refuses
   bool no_restart = false;     // LAB_NO_RESTART (test): a fault past recovery exits 70, no restart
   bool restart_spawn = false;  // LAB_RESTART_MODE=spawn (test): restart as a child, not execv

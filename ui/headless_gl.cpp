@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "check.h"
@@ -29,14 +30,23 @@ HeadlessGl::HeadlessGl(int width, int height) : w(width), h(height) {
                 "headless: no EGL display (install libegl-mesa0, or "
                 "the NVIDIA driver's EGL)");
   eglBindAPI(EGL_OPENGL_API);
-  const EGLint ctx_attr[] = {EGL_CONTEXT_MAJOR_VERSION,
-                             3,
-                             EGL_CONTEXT_MINOR_VERSION,
-                             3,
-                             EGL_CONTEXT_OPENGL_PROFILE_MASK,
-                             EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT,
-                             EGL_NONE};
-  context = eglCreateContext(display, EGL_NO_CONFIG_KHR, EGL_NO_CONTEXT, ctx_attr);
+  // A context that is told when the driver resets it (gl_reset_words), where EGL offers that;
+  // else an ordinary one.
+  EGLint ctx_attr[] = {EGL_CONTEXT_MAJOR_VERSION,
+                       3,
+                       EGL_CONTEXT_MINOR_VERSION,
+                       3,
+                       EGL_CONTEXT_OPENGL_PROFILE_MASK,
+                       EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT,
+                       EGL_CONTEXT_OPENGL_RESET_NOTIFICATION_STRATEGY_EXT,
+                       EGL_LOSE_CONTEXT_ON_RESET_EXT,
+                       EGL_NONE};
+  if (epoxy_has_egl_extension(display, "EGL_EXT_create_context_robustness"))
+    context = eglCreateContext(display, EGL_NO_CONFIG_KHR, EGL_NO_CONTEXT, ctx_attr);
+  if (context == EGL_NO_CONTEXT) {
+    ctx_attr[6] = EGL_NONE;
+    context = eglCreateContext(display, EGL_NO_CONFIG_KHR, EGL_NO_CONTEXT, ctx_attr);
+  }
   if (context == EGL_NO_CONTEXT ||
       !eglMakeCurrent(display, EGL_NO_SURFACE, EGL_NO_SURFACE, context))
     throw Error(ErrorKind::Unavailable, "headless: cannot create an OpenGL 3.3 context on EGL");
@@ -65,7 +75,16 @@ void write_screenshot_region(const std::string& path, int w, int h, int x0, int 
   if (rw == 0 || rh == 0) throw Error(ErrorKind::Data, "nothing to write to " + path);
   std::vector<uint8_t> px(size_t(rw) * rh * 4);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  while (glGetError() != GL_NO_ERROR) {
+  }
   glReadPixels(x0, h - y1, rw, rh, GL_RGBA, GL_UNSIGNED_BYTE, px.data());  // GL is bottom-up
+  if (const GLenum e = glGetError(); e != GL_NO_ERROR) {  // never an empty picture in silence
+    char code[16];
+    std::snprintf(code, sizeof code, "0x%04x", unsigned(e));
+    const std::string reset = gl_reset_words();
+    throw Error(ErrorKind::Internal, "cannot read the frame for " + path + ": OpenGL error " +
+                                         code + (reset.empty() ? "" : " (" + reset + ")"));
+  }
   std::vector<uint8_t> flipped(px.size());
   for (int y = 0; y < rh; ++y)
     std::copy(px.begin() + size_t(rh - 1 - y) * rw * 4, px.begin() + size_t(rh - y) * rw * 4,
@@ -79,6 +98,22 @@ void write_screenshot_region(const std::string& path, int w, int h, int x0, int 
   if (!stbi_write_png_to_func(append, &png, rw, rh, 4, flipped.data(), rw * 4))
     throw Error(ErrorKind::Internal, "cannot encode the image for " + path);
   write_output_file(path, png);
+}
+
+std::string gl_reset_words() {
+  if (epoxy_gl_version() < 45 && !epoxy_has_gl_extension("GL_KHR_robustness") &&
+      !epoxy_has_gl_extension("GL_ARB_robustness"))
+    return "";
+  switch (glGetGraphicsResetStatus()) {
+    case GL_NO_ERROR:
+      return "";
+    case GL_GUILTY_CONTEXT_RESET:
+      return "the driver reset this OpenGL context (its own fault)";
+    case GL_INNOCENT_CONTEXT_RESET:
+      return "the driver reset this OpenGL context (a fault elsewhere on the GPU)";
+    default:
+      return "the driver reset this OpenGL context (the cause unknown)";
+  }
 }
 
 void write_screenshot(const std::string& path, int w, int h) {

@@ -23,6 +23,11 @@ struct HeadlessGl {
   HeadlessGl& operator=(const HeadlessGl&) = delete;
 };
 
+// Words for a reset of the current OpenGL context by the driver ("the driver reset this OpenGL
+// context (a fault elsewhere on the GPU)"), or "" when it was not reset or cannot say (a context
+// made without reset notification never reports one).
+std::string gl_reset_words();
+
 // Reads the bound framebuffer (bottom-up in GL) and writes it top-down as PNG; throws
 // Error(CantCreate).
 void write_screenshot(const std::string& path, int w, int h);

@@ -274,6 +274,11 @@ void GuiScript::report(GuiApp& app, uint64_t ui_frames, uint64_t input_frames) c
                           .name.c_str());
   if (app.opt.frames > 0 && app.opt.kernel_file.empty() && !app.live.status.empty())
     std::printf("gui: editor: %s\n", app.live.status.c_str());
+  if (app.opt.frames > 0 && app.gl_renewals > 0)
+    std::printf(
+        "gui: OpenGL context made again %d time(s) after the driver reset it, the last in %.0f "
+        "ms\n",
+        app.gl_renewals, app.gl_renew_ms);
   if (app.opt.frames > 0 && app.recovery.count > 0)
     std::printf(
         "gui: recovered from %d GPU fault(s): %s in %.0f ms, live frames again %.0f ms after the "
