@@ -282,14 +282,13 @@ def main():
              if k[0] == "scale" for r in v}
     lb = {k[1:]: stage_rows(v) for k, v in tables.items() if k[0] == "scales"}
     if frame or lb:
-        md += ["| input → plane | scale | letterbox v6 µs | v8 µs | v8 % of a copy of its bytes | "
+        md += ["| input → plane | scale | letterbox v6 µs | v6 % of a copy of its bytes | "
                "the frame, a graph (µs) | NPP's front, a graph (µs) |",
-               "|---|---:|---:|---:|---:|---:|---:|"]
+               "|---|---:|---:|---:|---:|---:|"]
         for i, s in sorted(set(lb) | {(k[0], k[1]) for k in frame},
                            key=lambda c: (c[1] != "1280x736", c)):
             by = lb.get((i, s), {})
-            six, eight = by.get(("letterbox", "v6_reuse_by_scale")), by.get(("letterbox",
-                                                                               "v8_staged"))
+            six = by.get(("letterbox", "v6_reuse_by_scale"))
             f = frame.get((i, s, "lab_frame_graph"))
             n = frame.get((i, s, "npp_front_graph"))
             scale = float(f["variant"]) if f else None
@@ -297,8 +296,7 @@ def main():
                 "{:.2f}x {}".format(scale if scale > 1 else 1 / scale,
                                     "up" if scale > 1 else "down")
             md.append("| " + " | ".join([i + " → " + ("4K" if s == "3840x2160" else s), how,
-                                         timed(six), timed(eight),
-                                         value(eight, "pct_copy_same_size"),
+                                         timed(six), value(six, "pct_copy_same_size"),
                                          number(f["median_us"]) if f else "-",
                                          number(n["median_us"]) if n else "not measured"]) + " |")
         md += ["", state_line([r for r in frame.values() if r["kernel"] == "lab_frame_graph"])]

@@ -22,12 +22,6 @@
 //                rows repeat their pair); shrinking up to 1.6x, v5's; past that none (v4).
 //   v7_identity  at scale 1 every tap is (x, x + 1, 0): a pixel is its source's gray, bit for bit
 //                v6's. No taps, no lerps: 4 pixels a thread from C + 1 words, one 16-byte store.
-//   v8_staged    a shrink is bound by its loads: v4..v6 issue three overlapping 4-byte loads per
-//                tap pair, each waiting on a tap table read, and shrinking a 2560x1600 photo read
-//                at a third of the copy bandwidth. A block stages the source rows its tile needs
-//                (each once) in shared memory with 16-byte loads, all in flight together, then
-//                interpolates from there as v6. Scale 1: v7's kernel; enlarging (the writes bound
-//                it, not the reads): v6's.
 //
 // Bench: kernel-lab bench --stage letterbox --sweep-variants --input synthetic:1920x1080
 #include <algorithm>
@@ -174,10 +168,10 @@ constexpr int LETTERBOX_ROWS = 4;
 
 // The horizontal lerp between the pixel at byte o of a row and the next. When i1 == i0 (the
 // right edge) the weight of the second pixel is exactly 0, so reading the next (padding) pixel
-// is harmless. SHARED: the row is staged in shared memory (v8).
-template <int C, bool SHARED = false>
+// is harmless.
+template <int C>
 __device__ __forceinline__ float row_lerp(const uint8_t* row, int o, float frac) {
-  const uint2 b = load_8_bytes<SHARED>(row, o);
+  const uint2 b = load_8_bytes(row, o);
   return gray_at<C, 0>(b) * (1.0f - frac) + gray_at<C, C>(b) * frac;
 }
 
@@ -285,95 +279,6 @@ __global__ void letterbox_identity_kernel(ImageView<const uint8_t> src, ImageVie
 #pragma unroll
     for (int i = 0; i < N; ++i)
       if (x0 + i < dst.width) out[i] = v[i];
-  }
-}
-
-// v8 at a shrink: a block's tile is blockDim.x output columns of R rows. Each output row reads
-// source rows i0 and i1; shrinking, the tile's taps in order (i0, i1 of row 0, then row 1, ...)
-// never decrease, so its distinct rows (at most 2R) are the slots, each staged once in shared
-// memory over the same bytes: from the first column's left tap (rounded down to 16) to the last
-// column's word loads (rounded up).
-constexpr int LETTERBOX_TILE_ROWS = 8;
-
-template <int C, int R>
-__global__ void letterbox_staged_kernel(ImageView<const uint8_t> src, ImageView<float> dst,
-                                        const AxisTap* __restrict__ xt,
-                                        const AxisTap* __restrict__ yt, LetterboxGeometry g) {
-  constexpr int S = 2 * R;  // two taps per row, at most
-  static_assert(S <= 32, "warp 0 maps the taps, one lane each");
-  extern __shared__ uint4 staged[];  // the slots' rows, `words` 16-byte words each
-  __shared__ int slot_row[S];        // the source row a slot holds
-  __shared__ int slot_of[S];         // tap k's slot: output row k / 2's i0 (k even) or i1
-  __shared__ float row_frac[R];
-  __shared__ int slots;
-  const int x = int(blockIdx.x * blockDim.x + threadIdx.x), y0 = int(blockIdx.y) * R;
-  const int tx = x - g.ox;
-  const bool col_inside = tx >= 0 && tx < g.rw && x < dst.width;
-  const AxisTap cx = col_inside ? xt[tx] : AxisTap{0, 0, 0.0f};  // in flight with the staging
-  const int tx_lo = max(int(blockIdx.x * blockDim.x) - g.ox, 0);
-  const int tx_hi = min(int((blockIdx.x + 1) * blockDim.x) - g.ox, g.rw) - 1;
-  const int ty_lo = max(y0 - g.oy, 0), ty_hi = min(y0 + R - g.oy, g.rh) - 1;
-  if (tx_lo > tx_hi || ty_lo > ty_hi) {  // the tile is all pad
-    for (int r = 0; r < R && y0 + r < dst.height; ++r)
-      if (x < dst.width) dst.at(x, y0 + r) = LETTERBOX_PAD;
-    return;
-  }
-  const int b0 = (xt[tx_lo].i0 * C) & ~15, b1 = (xt[tx_hi].i0 * C + 12 + 15) & ~15;
-  const int words = (b1 - b0) / 16;
-  if (threadIdx.x < 32) {  // warp 0 numbers the distinct taps: a slot starts where a tap changes
-    const int k = int(threadIdx.x), r = min(k >> 1, R - 1), t = y0 + r - g.oy;
-    const AxisTap cy = yt[min(max(t, ty_lo), ty_hi)];
-    // A pad row above the image takes the first row's i0, one below the last row's i1, so the
-    // taps still never decrease.
-    const int v = t < ty_lo ? cy.i0 : t > ty_hi ? cy.i1 : (k & 1) ? cy.i1 : cy.i0;
-    const int prev = __shfl_up_sync(0xffffffffu, v, 1);
-    const unsigned starts = __ballot_sync(0xffffffffu, k < S && (k == 0 || v != prev));
-    const int slot = __popc(starts & (0xffffffffu >> (31 - k))) - 1;
-    if ((starts >> k) & 1u) slot_row[slot] = v;
-    if (k == 0) slots = __popc(starts);
-    if (k < S) slot_of[k] = slot;
-    if (k < S && !(k & 1)) row_frac[r] = cy.frac;
-  }
-  __syncthreads();
-  // Word i of the staging is word w of slot s; both step by a constant (no division per load).
-  const int n = slots * words, ds = int(blockDim.x) / words, dw = int(blockDim.x) - ds * words;
-  int s = int(threadIdx.x) / words, w = int(threadIdx.x) - s * words;
-#pragma unroll 8
-  for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) {
-    staged[i] = __ldg(reinterpret_cast<const uint4*>(src.row(slot_row[s]) + b0) + w);
-    s += ds, w += dw;
-    if (w >= words) w -= words, ++s;
-  }
-  __syncthreads();
-  if (x >= dst.width) return;
-  const int o = cx.i0 * C - b0;
-  const auto* rows = reinterpret_cast<const uint8_t*>(staged);
-  int last_a = -1, last_b = -1;  // v6's reuse, by slot
-  float last_h0 = 0.0f, last_h1 = 0.0f;
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const int y = y0 + r, ty = y - g.oy;
-    if (y >= dst.height) break;
-    float v = LETTERBOX_PAD;
-    if (col_inside && ty >= 0 && ty < g.rh) {
-      const int a = slot_of[2 * r], b = slot_of[2 * r + 1];
-      float h0, h1;
-      if (a == last_a)
-        h0 = last_h0;
-      else if (a == last_b)
-        h0 = last_h1;
-      else
-        h0 = row_lerp<C, true>(rows + a * 16 * words, o, cx.frac);
-      if (b == a)
-        h1 = h0;
-      else if (b == last_b)
-        h1 = last_h1;
-      else
-        h1 = row_lerp<C, true>(rows + b * 16 * words, o, cx.frac);
-      last_a = a, last_h0 = h0, last_b = b, last_h1 = h1;
-      v = h0 * (1.0f - row_frac[r]) + h1 * row_frac[r];
-    }
-    dst.at(x, y) = v;
   }
 }
 
@@ -527,51 +432,6 @@ static void launch_v7(LaunchContext& ctx, const StageArgs& a) {
   }
 }
 
-// v8: the staged kernel at a shrink whose tile rows fit 48 KB of shared memory (the default
-// limit: 128 BGR columns up to 7.9x down, BGRA 5.9x); v7 at scale 1; v6 enlarging (the writes
-// bound it, not the reads) and past 48 KB.
-static void launch_v8(LaunchContext& ctx, const StageArgs& a) {
-  const auto src = a.in[0].view<const uint8_t>();
-  const auto dst = a.out[0].view<float>();
-  const auto g = letterbox_geometry(src.width, src.height, dst.width, dst.height);
-  if (g.rw == src.width && g.rh == src.height) {
-    ctx.runs_step("v7_identity", "scale 1");
-    return launch_v7(ctx, a);
-  }
-  if (g.rw > src.width || g.rh > src.height) {
-    ctx.runs_step("v6_reuse_by_scale", "enlarging");
-    return launch_v6(ctx, a);
-  }
-  constexpr int R = LETTERBOX_TILE_ROWS;
-  const int b = int(a.block.x), c = src.channels;
-  // The widest staged row a tile can need: its columns' left taps span at most
-  // (B - 1) W / rw + 1 pixels (floors), plus 12 bytes of word loads and 15 of rounding each side.
-  const int64_t span = (int64_t(b - 1) * src.width + g.rw - 1) / g.rw + 2;
-  const size_t smem = 2 * R * (size_t(span * c + 12 + 30 + 15) / 16 * 16);
-  require_word_padding(a, "letterbox_v8_staged");  // a pitch of 16s past it covers the last word
-  const bool aligned = src.pitch % 16 == 0 && (reinterpret_cast<size_t>(src.data) & 15) == 0;
-  if (smem > 48 * 1024 || !aligned) {
-    ctx.runs_step("v6_reuse_by_scale", aligned ? "a tile's rows past 48 KB" : "unaligned rows");
-    return launch_v6(ctx, a);
-  }
-  const AxisTap* taps = device_taps(ctx, src.width, src.height, g);
-  const std::string label = "letterbox_v8_staged<" + std::to_string(c) + ">";
-  const dim3 grid(unsigned((dst.width + b - 1) / b), unsigned((dst.height + R - 1) / R));
-  switch (c) {
-    case 1:
-      launch(ctx, label.c_str(), letterbox_staged_kernel<1, R>, grid, dim3(b), smem, src, dst, taps,
-             taps + g.rw, g);
-      break;
-    case 3:
-      launch(ctx, label.c_str(), letterbox_staged_kernel<3, R>, grid, dim3(b), smem, src, dst, taps,
-             taps + g.rw, g);
-      break;
-    default:
-      launch(ctx, label.c_str(), letterbox_staged_kernel<4, R>, grid, dim3(b), smem, src, dst, taps,
-             taps + g.rw, g);
-  }
-}
-
 // ---- variant table ---------------------------------------------------------------------------
 
 OpDef letterbox_op(const OpLookup&) {
@@ -610,17 +470,11 @@ OpDef letterbox_op(const OpLookup&) {
       {"v7_identity", "v6, but at scale 1 a pixel is its source's gray: no taps, 4 pixels a "
        "thread, 16-byte stores",
        blocks, {32, 4}, launch_v7, nullptr},
-      {"v8_staged", "a tile's source rows staged in shared memory by 16-byte loads, each byte "
-       "read once",
-       {{128, 1}, {64, 1}, {256, 1}}, {128, 1}, launch_v8, nullptr},
   };
   // clang-format on
   op.default_variant = "v7_identity";  // the fastest measured (BENCHMARKS.md, "letterbox")
   op.variant("v6_reuse_by_scale").runs_when = "shrinking past 1.6x: v4_words";
   op.variant("v7_identity").runs_when = "a resize (not scale 1): v6_reuse_by_scale";
-  op.variant("v8_staged").runs_when =
-      "scale 1: v7_identity; enlarging, or a tile's rows past 48 KB (BGR past 7.9x down): "
-      "v6_reuse_by_scale";
   return op;
 }
 

@@ -57,15 +57,12 @@ __device__ __forceinline__ float ldg_gray(const ImageView<const uint8_t>& src, i
   return gray_bgr(u8_to_float(__ldg(p)), u8_to_float(__ldg(p + 1)), u8_to_float(__ldg(p + 2)));
 }
 
-// Bytes o..o+7 of a row as two words (byte 0 = row[o]), from three aligned 32-bit loads: through
-// the read-only cache from global memory (LDG), or from shared memory. Device rows carry at least
-// 16 bytes of initialised padding (DeviceImage), so the words past the last pixel stay inside the
-// allocation.
-template <bool SHARED = false>
+// Bytes o..o+7 of a row as two words (byte 0 = row[o]), from three aligned 32-bit loads through
+// the read-only cache (LDG). Device rows carry at least 16 bytes of initialised padding
+// (DeviceImage), so the words past the last pixel stay inside the allocation.
 __device__ __forceinline__ uint2 load_8_bytes(const uint8_t* row, int o) {
   const auto* w = reinterpret_cast<const uint32_t*>(row + (o & ~3));
-  const uint32_t w0 = SHARED ? w[0] : __ldg(w), w1 = SHARED ? w[1] : __ldg(w + 1),
-                 w2 = SHARED ? w[2] : __ldg(w + 2);
+  const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2);
   const int shift = 8 * (o & 3);
   return {__funnelshift_r(w0, w1, shift), __funnelshift_r(w1, w2, shift)};
 }

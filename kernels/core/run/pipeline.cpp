@@ -187,6 +187,7 @@ const std::vector<RetiredVariant>& retired_variants() {
       {"topk", "v14_selected_once", "v3_selected_once", "4e25ac9", "detect"},
       {"topk", "v15_split_front", "v4_split_overlapped", "4e25ac9", "detect"},
       {"topk", "v16_overlapped", "v4_split_overlapped", "4e25ac9", "detect"},
+      {"letterbox", "v8_staged", "v6_reuse_by_scale", "b158de2"},
   };
   return table;
 }
