@@ -354,6 +354,24 @@ TEST_SUITE("gpu") {
       CHECK(std::abs(v.dram_read_bytes / double(bytes) - 1) < 0.02);
       CHECK(std::abs(v.dram_write_bytes / double(bytes) - 1) < 0.02);
     }
+    // A name used again in a pass (a scan's levels launch one kernel twice) is a range of its
+    // own, in launch order: CUPTI alone would count the three as one.
+    const CounterReport same = c.collect([&](RangeSink& ranges) {
+      for (int k = 0; k < 3; ++k) {
+        ranges.push("memset");
+        LAB_CUDA_CHECK(cudaMemsetAsync(dst.data(), k, size_t(64) << (20 + k), nullptr));
+        ranges.pop();
+      }
+      LAB_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    });
+    REQUIRE_MESSAGE(same.ok, same.why);
+    REQUIRE(same.ranges.size() == 3);
+    for (int k = 0; k < 3; ++k) {
+      CHECK(same.ranges[size_t(k)].range == "memset");
+      // 64, 128, 256 MiB written: each range its own launch's bytes.
+      MESSAGE("memset " << k << ": " << same.ranges[size_t(k)].dram_write_bytes << " B written");
+    }
+    CHECK(same.ranges[2].dram_write_bytes > same.ranges[0].dram_write_bytes);
     // Past max_ranges CUPTI drops ranges without a word; the backend refuses instead.
     const CounterReport over = c.collect(
         [&](RangeSink& ranges) {

@@ -323,6 +323,7 @@ class CuptiBackend final : public CounterBackend {
     m_range_error.clear();
     m_depth = 0;
     m_ranges = 0;
+    m_seen.clear();
     LAB_PARAMS(CUpti_RangeProfiler_Start_Params, p);
     p.pRangeProfilerObject = m_profiler;
     LAB_CUPTI_TRY(cuptiRangeProfilerStart, p);
@@ -342,9 +343,13 @@ class CuptiBackend final : public CounterBackend {
     // CUPTI is handed a short id ("r7"), the same string object for the same name in every
     // pass: it keeps the pointer rather than a copy, and a long name (over ~60 characters) came
     // back cut and counted as a new range in each pass. evaluate() gives the names back.
-    auto it = m_range_ids.find(name);
+    // CUPTI counts the ranges of one name as one: a kernel launched again in the pass (a scan's
+    // levels, a sort's passes) gets an id of its own by how often its name came before.
+    const size_t seen = m_seen[name]++;
+    const std::string key = name + '\x1f' + std::to_string(seen);
+    auto it = m_range_ids.find(key);
     if (it == m_range_ids.end()) {
-      it = m_range_ids.emplace(name, "r" + std::to_string(m_range_ids.size())).first;
+      it = m_range_ids.emplace(key, "r" + std::to_string(m_range_ids.size())).first;
       m_range_names[it->second] = name;
     }
     LAB_PARAMS(CUpti_RangeProfiler_PushRange_Params, p);
@@ -584,7 +589,8 @@ class CuptiBackend final : public CounterBackend {
   size_t m_metric_count = 0;
   std::vector<size_t> m_kept;        // indices into the caller's metrics that this chip has
   std::vector<std::string> m_names;  // their names
-  std::map<std::string, std::string> m_range_ids;    // a range's name -> its id for CUPTI
+  std::map<std::string, std::string> m_range_ids;    // a range's name and repeat -> its id
+  std::map<std::string, size_t> m_seen;              // this pass's ranges of each name so far
   std::map<std::string, std::string> m_range_names;  // id -> name
   std::vector<const char*> m_name_ptrs;
   std::vector<uint8_t> m_config, m_data;

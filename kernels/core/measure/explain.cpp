@@ -180,9 +180,18 @@ std::vector<ExplainRule> make_rules() {
        [](const StepFacts& f) { return f.launches > 0 ? double(f.launches) : NAN; }, show_count,
        "each launch adds its start-up gap, and data passed between two kernels goes through "
        "memory"},
-      {"achieved_occ", "achieved occupancy", R::Counter, +1, 0.15, 5, 0.6, R::Occupancy,
+      // Two points: a small grid's 9.5 % -> 5.6 % (blur v7 -> v8 at 1280x736) is a third of its
+      // warps, and the reason that step is slower.
+      {"achieved_occ", "achieved occupancy", R::Counter, +1, 0.15, 2, 0.6, R::Occupancy,
        [](const StepFacts& f) { return 100 * f.achieved_occ; }, show_pct,
        "more resident warps give the scheduler other work while some wait"},
+      // Last in rank: the same bytes in a longer span (thrust's reduce against CUB's: a copy to
+      // the host and a synchronisation inside the call) show as a memory system idle more often.
+      {"mem_busy", "memory throughput (% of peak over the kernels' span)", R::Counter, +1, 0.25, 5,
+       0.25, R::Other, [](const StepFacts& f) { return f.counted ? f.mem_pct : double(NAN); },
+       show_pct,
+       "the share of the span in which memory was busy: the same bytes over a longer span mean "
+       "the GPU waited (on the host, a copy, the gap between launches)"},
       {"theoretical_occ", "theoretical occupancy", R::Static, +1, 0.15, 5, 0.5, R::Occupancy,
        [](const StepFacts& f) { return 100 * f.theoretical_occ; }, show_pct,
        "the most warps an SM can hold with this block, these registers and this shared memory"},
