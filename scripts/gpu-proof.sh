@@ -89,7 +89,9 @@ want assets && {  # every picture in assets/, from this build (benchmarks/run.sh
   shot screenshot-sass --frames 200 --lab math --variant math=v1_double_literal --code math:sass
   shot screenshot-tiles --frames 20 --lab matmul --size 2048x2048x2048 --variant matmul=v7_warptile
   shot screenshot-live --frames 60 --pipeline harris --kernel-file "$ex/blur_smem.cu" --replace blur
-  shot screenshot-restarted --frames 60 --input "$img" --kernel-file "$ex/fault_later.cu" --replace blur
+  shot screenshot-host-fault --frames 60 --pipeline harris --input "$LAB_DATA_DIR/dock.jpg" --kernel-file "$ex/fault_later.cu" --replace blur
+  shot screenshot-why --frames 60 --input "$LAB_DATA_DIR/dock.jpg" --ladder blur --ladder-view why
+  shot screenshot-exercise --frames 20 --input "$LAB_DATA_DIR/dock.jpg" --exercise "$repo/examples/exercises/blur.lab"
 } 2>&1 | tee "$out/assets.log" | grep -E "^===|gui: frame|error"
 want gputests && {  # the GPU suite alone (the tests section runs it with the rest)
   step "$here/bin/lab_tests" --test-suite=gpu

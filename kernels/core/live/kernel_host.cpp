@@ -765,7 +765,9 @@ std::string HostedLaunches::summary() const {
          fmt("%.1f", median(m_kernel_us)) + " us: the host adds " + fmt("%.1f", median(cost)) +
          " us (p95 " + fmt("%.1f", percentile(cost, 95)) + "); in the child " +
          fmt("%.1f", median(m_child_us)) + " us, of which waiting for its stream " +
-         fmt("%.1f", median(m_wait_us)) + " us (the GPU: the lab's work before, the kernel)";
+         fmt("%.1f", median(m_wait_us)) +
+         " us (the GPU switching from the lab's process to the child's, the kernel, and with "
+         "events the lab's work queued before the stage)";
 }
 
 void KernelHost::share(const SharedRegion& region, double timeout_s) {

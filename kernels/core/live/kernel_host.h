@@ -114,7 +114,7 @@ struct HostLaunchReport {
   double kernel_ms = 0;      // between the child's own event pair (the launch recorder's)
   double round_trip_ms = 0;  // the lab's wall time from request to reply
   double child_ms = 0;       // the child's wall time from the request read to the reply sent
-  double wait_ms = 0;        // of which waiting for its stream (the lab's work before, the kernel)
+  double wait_ms = 0;        // of which waiting for its stream (the GPU's switch, the kernel)
   KernelAttrs attrs;         // the kernel's, in the child
   int blocks_per_sm = 0;
   dim3 grid, block;
