@@ -367,11 +367,13 @@ TEST_SUITE("gpu") {
     REQUIRE_MESSAGE(same.ok, same.why);
     REQUIRE(same.ranges.size() == 3);
     for (int k = 0; k < 3; ++k) {
-      CHECK(same.ranges[size_t(k)].range == "memset");
-      // 64, 128, 256 MiB written: each range its own launch's bytes.
-      MESSAGE("memset " << k << ": " << same.ranges[size_t(k)].dram_write_bytes << " B written");
+      const CounterValues& v = same.ranges[size_t(k)];
+      CHECK(v.range == "memset");
+      // 64, 128, 256 MiB written: each range its own launch's bytes (an H100: 1.8 % under at
+      // 64 MiB, the L2 holding the tail; a merged range would be 7x at the first).
+      MESSAGE("memset " << k << ": " << v.dram_write_bytes << " B written");
+      CHECK(std::abs(v.dram_write_bytes / double(size_t(64) << (20 + k)) - 1) < 0.05);
     }
-    CHECK(same.ranges[2].dram_write_bytes > same.ranges[0].dram_write_bytes);
     // Past max_ranges CUPTI drops ranges without a word; the backend refuses instead.
     const CounterReport over = c.collect(
         [&](RangeSink& ranges) {
