@@ -46,7 +46,10 @@ void draw_occupancy_panel(GuiApp& app) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(r.kernel.c_str());
-      if (!r.func) {  // a library call: CUB's kernels and shapes, not ours to describe
+      if (r.remote)
+        tip("a live kernel, run in the kernel host (the lab's child process): its attributes and "
+            "resident blocks were read there, the occupancy figures computed here from them");
+      if (!r.func && !r.remote) {  // a library call: CUB's kernels and shapes, not ours to describe
         ImGui::TableNextColumn();
         ImGui::TextDisabled("library");
         tip("a CUB call, timed as one launch; it launches kernels of its own, whose shapes and "
@@ -106,7 +109,7 @@ void draw_occupancy_panel(GuiApp& app) {
   }
   tip("occupancy against threads per block (32 to 1024) with this kernel's registers and shared "
       "memory, from our calculator");
-  if (!sel.func) {
+  if (!sel.func && !sel.remote) {
     ImGui::TextDisabled("a library call: its kernels are CUB's, no curve");
     ImGui::End();
     return;
