@@ -60,6 +60,25 @@ std::string result_for(const std::string& exercise_sha, bool correct, double us)
   return j.dump(2);
 }
 
+// examples/kernels/blur_smem.cu with its bounds guard replaced (and `before` put ahead of the
+// kernel): the tests' broken and cheating kernels.
+std::string with_guard(const std::string& before, const std::string& replacement) {
+  std::string s = slurp(examples_root() / "kernels/blur_smem.cu");
+  const std::string guard = "  if (!inside(out[0], x, y)) return;";
+  s.replace(s.find(guard), guard.size(), replacement);
+  if (!before.empty()) s.replace(s.find("__global__"), 0, before);
+  return s;
+}
+
+// A blur wrong only one pixel past a block: its last column is left unwritten.
+std::string edge_blur() {
+  return with_guard(
+      "",
+      "  if (!inside(out[0], x, y) ||\n"
+      "      (out[0].width > 1 && out[0].width % LAB_BLOCK_X == 1 && x == out[0].width - 1))\n"
+      "    return;");
+}
+
 }  // namespace
 
 TEST_SUITE("cpu") {
@@ -232,6 +251,73 @@ TEST_SUITE("cpu") {
     fs::remove_all(d);
   }
 
+  TEST_CASE("exercise: where a result failed first, read for the GUI; anything else is none") {
+    const Exercise e = lab::read_exercise((examples() / "blur.lab").string());
+    const std::string sha = sha256_hex("the exercise");
+    nlohmann::json j = nlohmann::json::parse(result_for(sha, false, 0));
+    j["checks"] = {{{"class", "1x1"}, {"width", 1}, {"height", 1}, {"pass", true}},
+                   {{"class", "odd"}, {"width", 33}, {"height", 17}, {"pass", false}},
+                   {{"class", "prime"}, {"width", 997}, {"height", 613}, {"pass", false}}};
+    const std::string kernel = j["kernel"]["sha256"];
+    const auto f = lab::first_failure(j.dump(), e, sha, kernel);
+    REQUIRE(f);
+    CHECK(f->where == "odd 33x17");  // the first that failed, not the last
+    CHECK(f->width == 33);
+    CHECK(f->height == 17);
+    CHECK_FALSE(lab::first_failure(j.dump(), e, sha256_hex("another exercise"), kernel));
+    CHECK_FALSE(lab::first_failure(j.dump(), e, sha, sha256_hex("an edited kernel")));
+    // Every size passed and the timed runs did not: at the bench size, in the result's words.
+    for (nlohmann::json& c : j["checks"]) c["pass"] = true;
+    j["failing_size"] = "the timed runs' output (1280x736)";
+    const auto timed = lab::first_failure(j.dump(), e, sha, kernel);
+    REQUIRE(timed);
+    CHECK(timed->where == "the timed runs' output (1280x736)");
+    CHECK(timed->width == 1280);
+    CHECK(timed->height == 736);
+    // Correct, not a result, or a hand-edited one: nothing to show, never a throw.
+    CHECK_FALSE(lab::first_failure(result_for(sha, true, 0), e, sha, kernel));
+    CHECK_FALSE(lab::first_failure("not json", e, sha, kernel));
+    j["checks"][0] = {{"class", 7}, {"width", "wide"}, {"pass", false}};
+    CHECK_FALSE(lab::first_failure(j.dump(), e, sha, kernel));
+    j["checks"][0] = {{"class", "huge"}, {"width", 100000}, {"height", 2}, {"pass", false}};
+    CHECK_FALSE(lab::first_failure(j.dump(), e, sha, kernel));
+  }
+
+  TEST_CASE("exercise: the GUI reopens a failed submission at the size that failed") {
+    const fs::path d = scratch("failed");
+    const fs::path kernels = d / "kernel-lab" / "kernels";
+    fs::create_directories(kernels);
+    std::string bytes;
+    const Exercise e = lab::read_exercise((examples() / "blur.lab").string(), &bytes);
+    spit(kernels / "exercise-blur.cu", e.starter);
+    nlohmann::json j = nlohmann::json::parse(result_for(sha256_hex(bytes), false, 0));
+    j["kernel"]["sha256"] = sha256_hex(e.starter);  // the kernel file's, as submit writes it
+    j["checks"] = {{{"class", "odd"}, {"width", 33}, {"height", 17}, {"pass", false}}};
+    spit(kernels / "exercise-blur.cu.result.json", j.dump());
+    const std::string run =
+        "XDG_DATA_HOME=" + d.string() + " ASAN_OPTIONS='" +
+        std::string(std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "") +
+        ":detect_leaks=0' timeout 120 " + lab_exe() +
+        " gui --headless --frames 8 --device cpu --input synthetic:320x240 "
+        "--exercise " +
+        (examples() / "blur.lab").string() + " 2>&1";
+    const Result r = shell(run);
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r,
+              "the Viewport shows blur 33x17, |output - reference| (where the last submission "
+              "failed: odd 33x17)"));
+    // Another exercise's result (or a correct one) leaves the planes at the input's size.
+    j["exercise"]["sha256"] = sha256_hex("another");
+    spit(kernels / "exercise-blur.cu.result.json", j.dump());
+    const Result other = shell(run);
+    INFO(other.out);
+    CHECK(other.code == 0);
+    CHECK_FALSE(has(other, "the last submission failed"));
+    CHECK_FALSE(has(other, "blur 33x17"));
+    fs::remove_all(d);
+  }
+
   TEST_CASE("exercise: submit needs a GPU and says so" *
             doctest::skip(lab::device_info().present)) {
     const Result r = lab_cli("exercise submit " + (examples() / "blur.lab").string() + " " +
@@ -304,6 +390,12 @@ TEST_SUITE("gpu") {
       CHECK(j["timing"]["median_us"].get<double>() > 0);
       CHECK(j["exercise"]["sha256"] == sha256_hex(slurp(ex)));
       CHECK(j.contains("explanation"));
+      // The learner's kernel has an instruction mix of its own (from its cubin's SASS).
+      CHECK(j["explanation"]["b"]["mix_why"] == "");
+      double instructions = 0;
+      for (const auto& [cls, n] : j["explanation"]["b"]["mix"].items())
+        instructions += n.is_number() ? n.get<double>() : 0;
+      CHECK(instructions > 0);
       const fs::path starter = d / (std::string(name) + "_starter.cu");
       spit(starter, e.starter);
       const Result s = lab_cli("exercise submit " + ex.string() + " " + starter.string() +
@@ -327,24 +419,12 @@ TEST_SUITE("gpu") {
     const fs::path ex = examples() / "blur.lab";
     const std::string head =
         "// @lab block=32x8 px=1 rows=1 fast_math=0 maxrregcount=0 lineinfo=1\n";
-    const std::string blur = slurp(examples_root() / "kernels/blur_smem.cu");
     struct Case {
       const char* name;
       std::string source;
       const char* fails_at;
     };
-    const std::string guard = "  if (!inside(out[0], x, y)) return;";
-    const auto with_guard = [&](const std::string& before, const std::string& replacement) {
-      std::string s = blur;
-      s.replace(s.find(guard), guard.size(), replacement);
-      if (!before.empty()) s.replace(s.find("__global__"), 0, before);
-      return s;
-    };
-    const std::string edge = with_guard(
-        "",
-        "  if (!inside(out[0], x, y) ||\n"
-        "      (out[0].width > 1 && out[0].width % LAB_BLOCK_X == 1 && x == out[0].width - 1))\n"
-        "    return;");
+    const std::string edge = edge_blur();
     const std::string tail = with_guard(
         "",
         "  if (!inside(out[0], x, y) || x >= out[0].width / LAB_BLOCK_X * LAB_BLOCK_X) return;");
@@ -379,6 +459,41 @@ TEST_SUITE("gpu") {
       CHECK(r.code == 1);
       CHECK(has(r, c.fails_at));
     }
+    fs::remove_all(d);
+  }
+
+  // The GUI shows where a submission failed: the planes at the size that failed, the learner's
+  // kernel run there, and its error against the CPU reference compared in the Viewport.
+  LAB_GPU_CASE("exercise: the GUI shows a failed submission's error at the size that failed") {
+    const fs::path d = scratch("shown");
+    const fs::path kernels = d / "kernel-lab" / "kernels";
+    fs::create_directories(kernels);
+    const fs::path k = kernels / "exercise-blur.cu";
+    spit(k, edge_blur());
+    const fs::path ex = examples() / "blur.lab";
+    const Result r = lab_cli("exercise submit " + ex.string() + " " + k.string() +
+                                 " --reps 20 --no-counters -o " + k.string() + ".result.json",
+                             600);
+    INFO(r.out);
+    REQUIRE(r.code == 1);
+    const Result g = shell("XDG_DATA_HOME=" + d.string() + " timeout 300 " + lab_exe() +
+                           " gui --headless --frames 60 --input " + data_path("dock.jpg") +
+                           " --exercise " + ex.string() + " 2>&1");
+    INFO(g.out);
+    CHECK(g.code == 0);
+    CHECK(has(g, "(where the last submission failed: tile+1 "));
+    const std::smatch m = [&] {
+      std::smatch s;
+      static const std::regex re(
+          "exercise compared at (\\d+)x(\\d+): (\\d+) of (\\d+) values over");
+      std::regex_search(g.out, s, re);
+      return s;
+    }();
+    REQUIRE(m.size() == 5);
+    CHECK(has(
+        g, "the Viewport shows blur " + m[1].str() + "x" + m[2].str() + ", |output - reference|"));
+    CHECK(std::stoul(m[3].str()) >= std::stoul(m[2].str()));  // at least its last column
+    CHECK(std::stoul(m[3].str()) < std::stoul(m[4].str()));   // and not everything
     fs::remove_all(d);
   }
 }

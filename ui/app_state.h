@@ -325,7 +325,14 @@ struct LiveUi {
   bool exercise_slot_shown = false;   // the Viewport turned to the exercise's stage once
   std::unique_ptr<Child> submission;  // killed with its group if the lab quits first
   std::chrono::steady_clock::time_point submitted_at;
-  std::string submitted;  // the submission's report, as it arrives
+  std::string submitted;        // the submission's report, as it arrives
+  std::string exercise_sha256;  // of the exercise file: a result of another one is not shown
+  // Where the last submission failed: the planes are set to that size (the letterbox's size
+  // before, to go back to: nullopt where it was the default) and the Viewport shows the error.
+  std::optional<ExerciseFailure> failure;
+  bool failure_shown = false;
+  std::optional<double> width_before, height_before;
+  bool compare_when_run = false;  // compare once the kernel being installed has run
   // Autosave: the text last written, and when.
   std::string saved_text;
   std::chrono::steady_clock::time_point saved_at;

@@ -214,6 +214,8 @@ void live_frame_ran(GuiApp& app, const FrameResult& r) {
   for (const LaunchRecord& l : r.launches)
     if (l.kernel == "user_kernel") {
       app.live.waiting_first_run = false;
+      if (app.live.compare_when_run)
+        app.live.compare_when_run = false, app.ui.compare_requested = true;
       app.live.to_running_ms = std::chrono::duration<double, std::milli>(
                                    std::chrono::steady_clock::now() - app.live.started)
                                    .count();
@@ -222,6 +224,63 @@ void live_frame_ran(GuiApp& app, const FrameResult& r) {
 }
 
 namespace {
+
+// The planes' size: the letterbox's output (nullopt: its default).
+void set_plane_size(GuiApp& app, std::optional<double> w, std::optional<double> h) {
+  for (StageConfig& s : app.ui.pipeline.stages)
+    if (s.op == "letterbox") {
+      if (w)
+        s.params["width"] = *w;
+      else
+        s.params.erase("width");
+      if (h)
+        s.params["height"] = *h;
+      else
+        s.params.erase("height");
+      app.ui.pipeline_dirty = true;
+    }
+}
+
+std::optional<double> param_of(const GuiApp& app, const char* name) {
+  for (const StageConfig& s : app.ui.pipeline.stages)
+    if (s.op == "letterbox" && s.params.count(name)) return s.params.at(name);
+  return std::nullopt;
+}
+
+// A failed submission shown where it failed: the planes at the size that failed (the current
+// input letterboxed to it; the submission's own input was drawn at submit time and is not kept)
+// and the Viewport on |output - the CPU reference| of the exercise's stage once the editor's
+// kernel has run there.
+void show_failure(GuiApp& app) {
+  LiveUi& L = app.live;
+  if (!L.failure) return;
+  if (!L.failure_shown)
+    L.width_before = param_of(app, "width"), L.height_before = param_of(app, "height");
+  L.failure_shown = true;
+  set_plane_size(app, double(L.failure->width), double(L.failure->height));
+  app.ui.view = 2;
+  L.compare_when_run = true;
+  L.exercise_slot_shown = false;  // the Viewport turns to the stage again in the new frame
+}
+
+void hide_failure(GuiApp& app) {
+  LiveUi& L = app.live;
+  if (!L.failure_shown) return;
+  set_plane_size(app, L.width_before, L.height_before);
+  L.failure_shown = false;
+  app.ui.view = 0;
+}
+
+// The failure in the result file the submission wrote, if it is this exercise's and the
+// kernel file's as it is now (not an earlier submission's).
+std::optional<ExerciseFailure> read_failure(const LiveUi& L) {
+  try {
+    return first_failure(read_small_file(L.exercise_kernel + ".result.json", "result"), *L.exercise,
+                         L.exercise_sha256, sha256_hex(read_live_file(L.exercise_kernel)));
+  } catch (const Error&) {
+    return std::nullopt;  // none written (the submission ended before it) or unreadable
+  }
+}
 
 // An exercise's lesson and target above the editor, and its submission: the editor's text
 // saved, then `kernel-lab exercise submit` in a child process (the command line's checks and
@@ -269,8 +328,19 @@ void exercise_section(GuiApp& app) {
     ImGui::TextUnformatted(L.submitted.c_str());
     ImGui::EndChild();
     tip("the submission's report: each size class (a failure names its first mismatches), the "
-        "time, its place among the built-in steps, the target, and why; the Diff panel and the "
-        "viewport's \"compare\" show your kernel's error on the current input");
+        "time, its place among the built-in steps, the target, and why");
+  }
+  if (L.failure && L.failure_shown) {
+    ImGui::TextWrapped(
+        "The Viewport shows |your output - the CPU reference| at %s, where the "
+        "submission failed (the current input letterboxed to that size).",
+        L.failure->where.c_str());
+    if (ImGui::Button("back to the input's size")) hide_failure(app);
+    tip("the planes go back to the size they had before the failure was shown");
+  } else if (L.failure) {
+    if (ImGui::Button(("show the failure at " + L.failure->where).c_str()))
+      show_failure(app), start_live_compile(app);
+    tip("run the editor's kernel at the size that failed and show its error in the Viewport");
   }
 }
 
@@ -301,15 +371,16 @@ void poll_submission(GuiApp& app, bool wait) {
                                      (WEXITSTATUS(st) == 0 ? " (correct)\n" : "\n")
                                : status_words(st) + "\n";
   L.submission.reset();
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 1 && L.exercise) {  // not correct: show where
-    const auto& slots = app.view.slots;
-    for (size_t k = 0; k < slots.size(); ++k)
-      if (slots[k].name == L.exercise->stage) app.ui.slot = int(k);
-    app.ui.view = 2;  // |output - reference|, from the next 'compare'
-    app.ui.compare_requested = true;
-    L.submitted +=
-        "The Viewport now shows |your output - the CPU reference| on the current input (the "
-        "size that failed may differ: its first mismatches are listed above).\n";
+  L.failure.reset();
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 1 && L.exercise)  // not correct: show where
+    L.failure = read_failure(L);
+  if (L.failure) {
+    show_failure(app);
+    start_live_compile(app);  // the text just submitted, run at that size
+    L.submitted += "The Viewport now shows |your output - the CPU reference| at " +
+                   L.failure->where + ", the size that failed.\n";
+  } else {
+    hide_failure(app);
   }
 }
 
@@ -541,8 +612,10 @@ void init_live(GuiApp& app) {
     app.ui.message = "--trial-memcheck: " + app.live.memcheck_why;
   if (!opt.exercise.empty()) {  // the starter in the editor, compiled once the input is there
     try {
-      const Exercise e = read_exercise(opt.exercise);
+      std::string bytes;
+      const Exercise e = read_exercise(opt.exercise, &bytes);
       app.live.exercise = e;
+      app.live.exercise_sha256 = sha256_hex(bytes);
       app.live.exercise_path = opt.exercise;
       app.live.stage = e.stage;
       // The learner's kernel for this exercise: named after its file, reopened where it was left.
@@ -558,6 +631,8 @@ void init_live(GuiApp& app) {
       app.live.status = mine ? "your last submitted kernel, " + app.live.exercise_kernel
                              : "the exercise's starter";
       app.live.compile_when_input = true;
+      if (mine && (app.live.failure = read_failure(app.live)))  // where it failed last time
+        show_failure(app);
     } catch (const Error& e) {
       app.ui.message = app.live.status = e.what();
     }

@@ -264,14 +264,30 @@ void GuiScript::report(GuiApp& app, uint64_t ui_frames, uint64_t input_frames) c
         app.live.installed_ms.size(),
         median(std::vector<double>(app.live.installed_ms.begin() + 1, app.live.installed_ms.end())),
         app.live.installed_ms[0]);
-  if (app.opt.frames > 0 && app.live.exercise)  // the exercise opened, its starter's state
+  if (app.opt.frames > 0 && app.live.exercise) {  // the exercise opened, its starter's state
+    std::string shown = "nothing yet";
+    if (!app.view.slots.empty()) {
+      const SlotInfo& s =
+          app.view.slots[size_t(std::min(app.ui.slot, int(app.view.slots.size()) - 1))];
+      static const char* kView[] = {"output", "CPU reference", "|output - reference|"};
+      shown = s.name + " " + std::to_string(s.desc.width) + "x" + std::to_string(s.desc.height) +
+              ", " + kView[std::clamp(app.ui.view, 0, 2)];
+      if (app.live.failure && app.live.failure_shown)
+        shown += " (where the last submission failed: " + app.live.failure->where + ")";
+    }
     std::printf("gui: exercise %s (%s, stage %s): %s; the Viewport shows %s\n",
                 app.live.exercise->title.c_str(), app.live.exercise->target_text().c_str(),
-                app.live.exercise->stage.c_str(), app.live.status.c_str(),
-                app.view.slots.empty()
-                    ? "nothing yet"
-                    : app.view.slots[size_t(std::min(app.ui.slot, int(app.view.slots.size()) - 1))]
-                          .name.c_str());
+                app.live.exercise->stage.c_str(), app.live.status.c_str(), shown.c_str());
+    for (const StageDiff& d : app.ui.diff)  // the last comparison of the exercise's stage
+      if (d.stage == app.live.exercise->stage && !d.output.empty())
+        std::printf("gui: exercise compared at %dx%d: %zu of %zu values over the limit%s\n",
+                    d.output[0].desc().width, d.output[0].desc().height, d.stats.over,
+                    d.stats.count,
+                    d.stats.bad_x < 0 ? ""
+                                      : (", the first at (" + std::to_string(d.stats.bad_x) + ", " +
+                                         std::to_string(d.stats.bad_y) + ")")
+                                            .c_str());
+  }
   if (app.opt.frames > 0 && app.opt.kernel_file.empty() && !app.live.status.empty())
     std::printf("gui: editor: %s\n", app.live.status.c_str());
   if (app.opt.frames > 0 && app.gl_renewals > 0)

@@ -119,6 +119,48 @@ Exercise read_exercise(const std::string& path, std::string* bytes_out) {
   return e;
 }
 
+namespace {
+std::optional<ExerciseFailure> failure_of(const nlohmann::json& j, const Exercise& e,
+                                          const std::string& exercise_sha256,
+                                          const std::string& kernel_sha256) {
+  const auto sha_of = [&](const char* what) {
+    return j.contains(what) && j[what].is_object() ? j[what].value("sha256", "") : "";
+  };
+  if (!j.is_object() || sha_of("exercise") != exercise_sha256 ||
+      sha_of("kernel") != kernel_sha256 || j.value("correct", true))
+    return std::nullopt;
+  ExerciseFailure f;
+  if (j.contains("checks") && j["checks"].is_array())
+    for (const nlohmann::json& c : j["checks"]) {
+      if (!c.is_object() || c.value("pass", true)) continue;
+      f.width = c.value("width", 0), f.height = c.value("height", 0);
+      f.where = printable(c.value("class", "")) + " " + std::to_string(f.width) + "x" +
+                std::to_string(f.height);
+      break;
+    }
+  if (f.where.empty()) {  // every size passed: the timed runs, at the bench size, did not
+    const auto size = parse_wxh(e.bench_size);
+    if (!size) return std::nullopt;
+    f.width = size->x, f.height = size->y;
+    f.where = printable(j.value("failing_size", "bench " + e.bench_size));
+  }
+  if (f.width < 1 || f.height < 1 || f.width > 16384 || f.height > 16384) return std::nullopt;
+  return f;
+}
+
+}  // namespace
+
+std::optional<ExerciseFailure> first_failure(const std::string& result_text, const Exercise& e,
+                                             const std::string& exercise_sha256,
+                                             const std::string& kernel_sha256) {
+  const nlohmann::json j = nlohmann::json::parse(result_text, nullptr, false);
+  try {  // a hand-edited result: a field of another type is no failure to show, not a crash
+    return failure_of(j, e, exercise_sha256, kernel_sha256);
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
 std::string exercise_stage_refusal(const std::string& stage) {
   const Op* op = nullptr;
   for (const Op& o : registry())

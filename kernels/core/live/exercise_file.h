@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace lab {
@@ -36,6 +37,18 @@ std::string read_small_file(const std::string& path, const char* what);
 // Why `stage` cannot be an exercise's stage ("" when it can): not an op, no live kernels, or not
 // a stage of the keypoint pipeline.
 std::string exercise_stage_refusal(const std::string& stage);
+// Where a submission failed first, read from its result (the JSON `exercise submit -o` writes):
+// the first size class that failed, or the exercise's bench size when only the timed runs did.
+// nullopt when the result is correct, is another exercise's or another kernel's (its hashes are
+// not `exercise_sha256` and `kernel_sha256`) or is not a result at all. The GUI shows the
+// learner's kernel at that size.
+struct ExerciseFailure {
+  std::string where;  // as the submission printed it: "odd 33x17"
+  int width = 0, height = 0;
+};
+std::optional<ExerciseFailure> first_failure(const std::string& result_text, const Exercise& e,
+                                             const std::string& exercise_sha256,
+                                             const std::string& kernel_sha256);
 // SHA-256 of bytes, lower-case hex (OpenSSL's libcrypto).
 std::string sha256_hex(const std::string& bytes);
 bool is_hex(const std::string& s);

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "device.h"
 #include "json_number.h"
+#include "live.h"
 #include "occupancy.h"
 #include "text.h"
 
@@ -37,6 +38,18 @@ double duration_weight(const CounterValues& c) {
 // architecture; "" or why there is none.
 std::string sass_mix(const LadderStep& s, std::array<double, kMixClasses>& mix) {
   const DeviceInfo& d = device_info();
+  if (const auto& live = s.cfg.variant_def().live) {  // a live kernel: its own cubin's SASS
+    const SassResult r = cubin_sass(live->build().cubin);
+    if (!r.ok) return r.message;
+    std::array<double, kMixClasses> sum{};
+    for (const AsmFunction& f : r.functions) {  // user_kernel and any function it did not inline
+      const InstructionMix m = count_mix(f.lines, AsmKind::Sass);
+      for (size_t k = 0; k < kMixClasses; ++k) sum[k] += m.count[k];
+    }
+    if (r.functions.empty()) return "no SASS in the live kernel's cubin";
+    mix = sum;
+    return "";
+  }
   std::set<const void*> seen;
   std::array<double, kMixClasses> sum{};
   for (const LaunchTiming& l : s.meas.launches) {
