@@ -104,26 +104,31 @@ void start_live_compile(GuiApp& app) {
   L.started = std::chrono::steady_clock::now();
   L.status = gpu ? "compiling, then a trial run..." : "compiling...";
   const auto started = L.started;
-  L.job = std::async(std::launch::async, [src, opts, trial, base, frame, limits, started] {
-    LiveResult r;
-    try {
-      r.build = live_compile(src, opts);
-      if (r.build.ok && trial) {
-        TrialRequest req = base;
-        req.build = r.build;
-        if (frame) req.frame = *frame;
-        r.trial = trial->run(req, limits);
-        r.tried = true;
-        if (r.trial.passed()) r.kernel = std::make_shared<LiveKernel>(r.build);
-        trial->warm();  // a replaced child makes its context while the user reads the result
-      }
-    } catch (const std::exception& e) {
-      r.error = e.what();
-    }
-    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-               .count();
-    return r;
-  });
+  // Showing where a submission failed: a kernel that finishes but leaves pixels unwritten is
+  // installed all the same, so that the Viewport shows them (NaN, magenta, in the comparison).
+  const bool unwritten_ok = L.failure_shown;
+  L.job = std::async(
+      std::launch::async, [src, opts, trial, base, frame, limits, started, unwritten_ok] {
+        LiveResult r;
+        try {
+          r.build = live_compile(src, opts);
+          if (r.build.ok && trial) {
+            TrialRequest req = base;
+            req.build = r.build;
+            if (frame) req.frame = *frame;
+            r.trial = trial->run(req, limits);
+            r.tried = true;
+            if (r.trial.passed() || (unwritten_ok && r.trial.outcome == TrialOutcome::Unwritten))
+              r.kernel = std::make_shared<LiveKernel>(r.build);
+            trial->warm();  // a replaced child makes its context while the user reads the result
+          }
+        } catch (const std::exception& e) {
+          r.error = e.what();
+        }
+        r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                   .count();
+        return r;
+      });
 }
 
 void autosave_live(GuiApp& app, bool force) {
@@ -176,7 +181,7 @@ void poll_live(GuiApp& app) {
   char buf[256];
   if (!r.error.empty()) {
     app.live.status = "failed: " + r.error + " (the previous kernel keeps running)";
-  } else if (r.tried && !r.trial.passed()) {
+  } else if (r.tried && !r.kernel) {
     // The outcome in the panel and on stderr; the editor keeps the text, the lab what ran.
     const TrialReport& t = r.trial;
     app.live.status = std::string("trial ") + trial_outcome_name(t.outcome) + ": " + t.message +
@@ -201,6 +206,10 @@ void poll_live(GuiApp& app) {
                   r.build.compile_ms, r.trial.trial_ms, r.trial.memchecked ? " under memcheck" : "",
                   r.trial.message.c_str(), r.kernel->load_ms(), r.ms);
     app.live.status = buf;
+    if (r.trial.outcome == TrialOutcome::Unwritten)  // installed to show where it failed
+      app.live.status = "trial: " + r.trial.message +
+                        ". Installed all the same, to show where the submission failed: the "
+                        "unwritten pixels are NaN (magenta) in the comparison";
     app.live.to_installed_ms = r.ms;
     app.live.installed_ms.push_back(r.ms);
     std::fprintf(stderr, "kernel-lab: live kernel: %s\n", buf);
