@@ -92,6 +92,18 @@ want assets && {  # every picture in assets/, from this build (benchmarks/run.sh
   shot screenshot-host-fault --frames 60 --pipeline harris --input "$LAB_DATA_DIR/dock.jpg" --kernel-file "$ex/fault_later.cu" --replace blur
   shot screenshot-why --frames 60 --input "$LAB_DATA_DIR/dock.jpg" --ladder blur --ladder-view why
   shot screenshot-exercise --frames 20 --input "$LAB_DATA_DIR/dock.jpg" --exercise "$repo/examples/exercises/blur.lab"
+  # A submission that fails one pixel past a block (its last column unwritten), then the exercise
+  # reopened: the planes at the size that failed, the error in the Viewport.
+  x=$(mktemp -d) && mkdir -p "$x/kernel-lab/kernels" && k=$x/kernel-lab/kernels/exercise-blur.cu
+  python3 - "$ex/blur_smem.cu" >"$k" <<'PY'
+import sys
+guard = "  if (!inside(out[0], x, y)) return;"
+print(open(sys.argv[1]).read().replace(guard, "  if (!inside(out[0], x, y) ||\n"
+      "      (out[0].width > 1 && out[0].width % LAB_BLOCK_X == 1 && x == out[0].width - 1))\n"
+      "    return;"))
+PY
+  step "$lab" exercise submit "$repo/examples/exercises/blur.lab" "$k" --reps 20 --no-counters -o "$k.result.json"
+  XDG_DATA_HOME=$x shot screenshot-exercise-failed --frames 60 --input "$LAB_DATA_DIR/dock.jpg" --exercise "$repo/examples/exercises/blur.lab"
 } 2>&1 | tee "$out/assets.log" | grep -E "^===|gui: frame|error"
 want gputests && {  # the GPU suite alone (the tests section runs it with the rest)
   step "$here/bin/lab_tests" --test-suite=gpu

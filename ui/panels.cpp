@@ -141,8 +141,12 @@ void draw_ui(GuiApp& app) {
   if (panel_shown(app, "Timings"))
     place(at.x, at.y + size.y * 0.55f, side, size.y * 0.45f),
         timed("timings panel", [&] { draw_timings_panel(app); });
+  // With the editor open from the start (a kernel file, an exercise), the image takes the part
+  // of the row the editor does not cover, so that none of it is hidden behind the editor.
+  const bool editor_open =
+      panel_shown(app, "Live kernel") && !(app.opt.kernel_file.empty() && app.opt.exercise.empty());
   if (panel_shown(app, "Viewport"))
-    place(at.x + side, at.y, right, top_h),
+    place(at.x + side, at.y, editor_open ? right * 0.45f : right, top_h),
         timed("viewport panel", [&] { draw_viewport_panel(app); });
   const float occ_w = right * 0.45f, diff_w = right * 0.3f;
   if (panel_shown(app, "Occupancy"))
@@ -155,7 +159,7 @@ void draw_ui(GuiApp& app) {
     place(at.x + side + occ_w + diff_w, bottom_y, right - occ_w - diff_w, size.y - top_h),
         timed("device panel", [&] { draw_device_panel(app); });
   // The editor opens collapsed on the right of the viewport's title bar, where it hides nothing:
-  // the first view stays the image.
+  // the first view stays the image; open (a kernel file, an exercise), beside the image.
   if (panel_shown(app, "Live kernel")) {
     place(at.x + side + right * 0.45f, at.y, right * 0.55f, size.y * 0.65f);
     ImGui::SetNextWindowCollapsed(app.opt.kernel_file.empty() && app.opt.exercise.empty(),
