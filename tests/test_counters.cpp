@@ -189,7 +189,8 @@ TEST_SUITE("cpu") {
     fake->values = {a, {50.0, 2e6}};  // the second row short: the rest reads NaN
     CounterCollector c(std::move(fake));
 
-    int ran = 0;
+    int ran = 0, ticks = 0;
+    c.on_pass = [&] { CHECK(ticks++ < ran); };  // after each pass's work, never before
     const CounterReport r = c.collect([&](RangeSink& ranges) {
       ++ran;
       ranges.push("blur");
@@ -200,6 +201,7 @@ TEST_SUITE("cpu") {
     REQUIRE_MESSAGE(r.ok, r.why);
     CHECK(r.passes == 3);
     CHECK(ran == 3);
+    CHECK(ticks == 3);
     CHECK(calls.begin_pass == 3);
     CHECK(calls.end_pass == 3);
     CHECK(calls.evaluate == 1);

@@ -33,10 +33,16 @@ void engine_frame(GuiApp& app, bool wait) {
     const JobProgress* progress = app.ui.ladder.running ? app.ui.ladder.progress.get()
                                   : app.ui.ab.running   ? app.ui.ab.progress.get()
                                                         : nullptr;
+    // A scripted run waits for a long job while its parts keep ending within a minute: a step's
+    // host work (a counter session's set-up, cuobjdump for the SASS mix) can run for seconds
+    // with the GPU idle (a matmul ladder with counters on the H100 went 6 s without a part
+    // ending). The UI, which never waits, calls a job stale after the hang limit as before.
+    const auto patience =
+        wait && progress ? std::max<Clock::duration>(hang, std::chrono::seconds(60)) : hang;
     for (;;) {
       if (progress) {
         const Clock::time_point step(Clock::duration(progress->last_step_ns.load()));
-        limit = std::max(app.job_started, step) + hang;
+        limit = std::max(app.job_started, step) + patience;
       }
       ready = app.job.wait_until(wait && app.stale.empty() ? limit : Clock::now()) ==
               std::future_status::ready;
@@ -261,6 +267,27 @@ void engine_frame(GuiApp& app, bool wait) {
   if (wait) app.job.wait_for(std::chrono::milliseconds(int64_t(1e3 * app.opt.hang_report_s)));
 }
 
+namespace {
+
+// While a long job runs, each counter replay pass is a sign of life: one step's counters replay
+// its kernels tens of times, which can take longer than the hang limit.
+class PassTick {
+ public:
+  PassTick(CounterCollector* c, std::function<void()> tick) : m_c(c) {
+    if (m_c) m_c->on_pass = std::move(tick);
+  }
+  ~PassTick() {
+    if (m_c) m_c->on_pass = nullptr;
+  }
+  PassTick(const PassTick&) = delete;
+  PassTick& operator=(const PassTick&) = delete;
+
+ private:
+  CounterCollector* m_c;
+};
+
+}  // namespace
+
 FrameResult run_job(Runner& r, JobInput in) {
   FrameResult out;
   const auto job_start = std::chrono::steady_clock::now();
@@ -450,6 +477,7 @@ FrameResult run_job(Runner& r, JobInput in) {
         auto tick = [p] {
           if (p) p->last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
         };
+        const PassTick passes(in.ab->counters, tick);
         out.ab = std::make_shared<AbCompare>(compare_ab(r, in.ab->stage, in.ab->a,
                                                         r.stages()[in.ab->stage], in.measure,
                                                         in.ab->counters, tick));
@@ -478,8 +506,12 @@ FrameResult run_job(Runner& r, JobInput in) {
           p.last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
           return !p.stop.load();
         };
-        auto l = std::make_shared<Ladder>(run_ladder(r, in.ladder->stage, in.ladder->spec,
-                                                     in.measure, in.ladder->counters, progress));
+        CounterCollector* c = in.ladder->counters;
+        const PassTick passes(c, [&p] {
+          p.last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+        });
+        auto l = std::make_shared<Ladder>(
+            run_ladder(r, in.ladder->stage, in.ladder->spec, in.measure, c, progress));
         // The roofline's compute ceiling, in the same run (tens of milliseconds).
         if (r.backend() == Backend::Cuda) out.ceilings = measured_ceilings(l->copy_gbs);
         if (r.backend() == Backend::Cuda) {  // each step against the one before

@@ -195,6 +195,7 @@ CounterReport CounterCollector::collect(const std::function<void(RangeSink& rang
       if (!why.empty()) break;
       pass(sink);
       why = m_backend->end_pass(done);
+      if (on_pass) on_pass();
     }
     if (why.empty()) why = m_backend->evaluate(names, values);
   }

@@ -115,6 +115,9 @@ class CounterCollector {
   // each launch through `ranges`, and waits for it. `max_ranges` bounds the ranges of a pass
   // (the bitonic sort's first step launches 212 kernels at its default size, 300 at 2^24).
   CounterReport collect(const std::function<void(RangeSink& ranges)>& pass, int max_ranges = 1024);
+  // Called after each replay pass: the GUI's long jobs count a pass as a sign of life, since one
+  // step's counters replay its kernels tens of times.
+  std::function<void()> on_pass;
 
  private:
   std::unique_ptr<CounterBackend> m_backend;
