@@ -344,13 +344,13 @@ FrameResult run_job(Runner& r, JobInput in) {
     // L2 (letterbox, the first kernel, read 1.1 us more at 1080p on the H200), so an untimed run
     // of this frame goes first, unless the user asked for DRAM-cold figures.
     if (!in.measure.cold_l2 && r.backend() == Backend::Cuda) r.run(), trace("untimed run");
-    // Timed exactly as bench times a frame (measure.h): behind the queue-ahead delay, so that
-    // each launch's event pair holds the kernel alone, not the host's launch latency.
     // A compared frame poisons a live kernel's outputs first, as check does: a pixel the kernel
     // leaves unwritten is then an error (NaN, magenta), not whatever the slot held before.
     if (in.compare && r.backend() == Backend::Cuda)
       for (size_t i = 0; i < r.stages().size(); ++i)
         if (r.stages()[i].custom && !r.skipped(i)) r.poison_outputs(i);
+    // Timed exactly as bench times a frame (measure.h): behind the queue-ahead delay, so that
+    // each launch's event pair holds the kernel alone, not the host's launch latency.
     if (in.sampler) out.state_start = in.sampler->current();
     timed_run(r, in.measure);
     if (in.sampler) out.state_end = in.sampler->current();

@@ -212,7 +212,7 @@ void poll_live(GuiApp& app) {
                         "unwritten pixels are NaN (magenta) in the comparison";
     app.live.to_installed_ms = r.ms;
     app.live.installed_ms.push_back(r.ms);
-    std::fprintf(stderr, "kernel-lab: live kernel: %s\n", buf);
+    std::fprintf(stderr, "kernel-lab: live kernel: %s\n", app.live.status.c_str());
     app.live.running = r.kernel;
     install(app, r.kernel);
   }
