@@ -210,7 +210,8 @@ LiveHosting install_live_kernel(PipelineConfig& p, const CommonOptions& c, Backe
                                      std::to_string(build.diagnostics.size()) +
                                      " message(s) above)");
   log << "kernel: " << c.kernel_file << " compiled in " << fmt("%.0f", build.compile_ms)
-      << " ms for sm_" << build.arch << ", block " << opts.block.str() << "\n";
+      << " ms for sm_" << build.arch << ", block " << opts.block.str() << ": "
+      << build.resources.str() << " (ptxas)\n";
   if (b != Backend::Cuda) {
     std::cerr << "kernel-lab: " << c.kernel_file
               << " compiles; without a GPU it cannot run (the CPU references run)\n";

@@ -82,6 +82,31 @@ TEST_SUITE("cpu") {
     CHECK(has_arg("--pre-include=lab_live.cuh"));
   }
 
+  TEST_CASE("live: ptxas's resource lines are read and taken out of the log; its warnings stay") {
+    std::string log =
+        "user_kernel.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n"
+        "ptxas info    : 0 bytes gmem\n"
+        "ptxas info    : Compiling entry function '_Z11user_kernel' for 'sm_90'\n"
+        "ptxas info    : Function properties for _Z11user_kernel\n"
+        "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, used 1 barriers, 3312 bytes smem, 400 bytes cmem[0]\n"
+        "ptxas warning : Registers are spilled to local memory in function '_Z11user_kernel'";
+    const lab::LiveResources r = lab::take_ptxas_resources(log);
+    CHECK(r.regs == 40);
+    CHECK(r.barriers == 1);
+    CHECK(r.smem_bytes == 3312);
+    CHECK(r.stack_bytes == 16);
+    CHECK(r.spill_stores == 8);
+    CHECK(r.spill_loads == 4);
+    CHECK(r.str() == "40 registers, 3312 B shared, 16 B stack, 8 B spill stores, 4 B spill loads");
+    CHECK(log ==
+          "user_kernel.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n"
+          "ptxas warning : Registers are spilled to local memory in function '_Z11user_kernel'");
+    std::string none = "user_kernel.cu(2): error: expected a \";\"";
+    CHECK(lab::take_ptxas_resources(none).regs == -1);
+    CHECK(none == "user_kernel.cu(2): error: expected a \";\"");
+  }
+
   TEST_CASE("live: NVRTC messages are parsed to their lines") {
     const std::string log =
         "user_kernel.cu(12): error: identifier \"q\" is undefined\n"
@@ -141,6 +166,10 @@ TEST_SUITE("cpu") {
     CHECK(!good.cubin.empty());
     CHECK(good.ptx.find(".entry") != std::string::npos);
     CHECK(good.lowered_name.find("user_kernel") != std::string::npos);
+    // Its resources as ptxas reported them (through the compiler process), not in the log.
+    CHECK(good.resources.regs > 0);
+    CHECK(good.resources.str().find(" registers, ") != std::string::npos);
+    CHECK(good.log.find("ptxas info") == std::string::npos);
     const lab::LiveBuild bad = lab::live_compile(kBroken, o);
     CHECK(!bad.ok);
     REQUIRE(!bad.diagnostics.empty());
@@ -332,6 +361,7 @@ TEST_SUITE("cpu") {
                               (d / "b.cu").string() + " --replace blur --stage blur");
     CHECK(ok.code == 0);
     CHECK(has(ok, "compiled in"));
+    CHECK(has(ok, " registers, "));                       // ptxas's resources, with no GPU
     CHECK(lab_cli("copy blur=v2_separable").code == 64);  // two launches: no copy
     CHECK(lab_cli("copy blur=nope").code == 64);
     CHECK(lab_cli("check --device cpu --kernel-file " + (d / "b.cu").string()).code == 64);

@@ -387,6 +387,7 @@ TEST_SUITE("cpu") {
     CHECK(ok.code == 0);
     CHECK(has(ok, "gui: live kernel"));
     CHECK(has(ok, "compiled in"));
+    CHECK(has(ok, " registers, "));  // ptxas's resources, shown with no GPU
     const Result missing = lab_cli(
         "gui --headless --frames 3 --window 800x600 --device cpu "
         "--pipeline harris --kernel-file /nonexistent.cu --replace blur");

@@ -196,8 +196,8 @@ void poll_live(GuiApp& app) {
                   r.build.compile_ms, r.build.diagnostics.size());
     app.live.status = buf;
   } else if (!r.kernel) {
-    std::snprintf(buf, sizeof buf, "compiled in %.0f ms; no GPU: it cannot run here",
-                  r.build.compile_ms);
+    std::snprintf(buf, sizeof buf, "compiled in %.0f ms for sm_%d (%s); no GPU: it cannot run here",
+                  r.build.compile_ms, r.build.arch, r.build.resources.str().c_str());
     app.live.status = buf;
   } else {
     std::snprintf(buf, sizeof buf,
@@ -554,6 +554,11 @@ void draw_live_panel(GuiApp& app) {
   if (L.has_trial)
     for (const MemcheckFinding& f : L.last_trial.memcheck)
       ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "memcheck: %s", f.str().c_str());
+  if (!L.running && L.last.ok) {
+    ImGui::Text("compiled for sm_%d: %s", L.last.arch, L.last.resources.str().c_str());
+    tip("what ptxas reported for your kernel while NVRTC compiled it (no GPU needed): registers "
+        "per thread, static shared memory per block, stack and spills per thread");
+  }
   if (L.running) {
     const LiveKernel& k = *L.running;
     ImGui::Text("running: %d registers, %zu B shared, %zu B local per thread", k.regs,

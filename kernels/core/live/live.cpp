@@ -160,6 +160,8 @@ std::vector<std::string> live_nvrtc_options(const LiveOptions& o) {
       "-DLAB_ROWS=" + std::to_string(o.rows),
       // Quoted includes not given by name are not looked for in the working folder either.
       "--no-source-include",
+      // ptxas's resource report (registers, shared memory, spills): shown without a GPU too.
+      "--ptxas-options=-v",
   };
   if (o.fast_math) v.push_back("--use_fast_math");
   if (o.max_regs > 0) v.push_back("-maxrregcount=" + std::to_string(o.max_regs));
@@ -195,6 +197,56 @@ bool parse_log_line(const std::string& line, std::string& file, int& number, boo
   return false;
 }
 }  // namespace
+
+std::string LiveResources::str() const {
+  if (regs < 0) return "ptxas reported no resources";
+  std::string s = std::to_string(regs) + " registers, " + std::to_string(smem_bytes) +
+                  " B shared, " + std::to_string(stack_bytes) + " B stack, ";
+  s += spill_stores || spill_loads ? std::to_string(spill_stores) + " B spill stores, " +
+                                         std::to_string(spill_loads) + " B spill loads"
+                                   : "no spills";
+  return s;
+}
+
+LiveResources take_ptxas_resources(std::string& log) {
+  // "ptxas info    : Used 10 registers, used 1 barriers, 256 bytes smem"
+  // "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+  LiveResources r;
+  std::istringstream in(log);
+  std::string line, kept;
+  const auto number_before = [](const std::string& l, const char* what) -> long {
+    const size_t at = l.find(what);
+    if (at == std::string::npos) return -1;
+    size_t b = at;
+    while (b > 0 && l[b - 1] == ' ') --b;
+    size_t a = b;
+    while (a > 0 && std::isdigit(static_cast<unsigned char>(l[a - 1]))) --a;
+    return a < b && b - a < 10 ? std::stol(l.substr(a, b - a)) : -1;
+  };
+  while (std::getline(in, line)) {
+    // ptxas's warnings and errors stay in the log; only its information lines are taken.
+    const bool info =
+        line.rfind("ptxas info", 0) == 0 ||
+        (line.rfind("ptxas ", 0) == 0 && line.find_first_not_of(' ', 5) != std::string::npos &&
+         line[line.find_first_not_of(' ', 5)] == '.');
+    if (!info) {
+      kept += (kept.empty() ? "" : "\n") + line;
+      continue;
+    }
+    if (line.find("Used ") != std::string::npos) {
+      r.regs = int(std::max(0L, number_before(line, " registers")));
+      r.barriers = int(std::max(0L, number_before(line, " barriers")));
+      r.smem_bytes = std::max(0L, number_before(line, " bytes smem"));
+    }
+    if (line.find("stack frame") != std::string::npos) {  // per function: the largest
+      r.stack_bytes = std::max(r.stack_bytes, number_before(line, " bytes stack frame"));
+      r.spill_stores = std::max(r.spill_stores, number_before(line, " bytes spill stores"));
+      r.spill_loads = std::max(r.spill_loads, number_before(line, " bytes spill loads"));
+    }
+  }
+  log = kept;
+  return r;
+}
 
 std::vector<LiveDiagnostic> parse_nvrtc_log(const std::string& log) {
   // "user_kernel.cu(12): error: identifier "q" is undefined"
@@ -486,6 +538,7 @@ LiveBuild live_compile_in_process(const std::string& source, const LiveOptions& 
   std::string log(n, '\0');
   if (n) check_nvrtc(nvrtcGetProgramLog(prog, &log[0]), "nvrtcGetProgramLog");
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  b.resources = take_ptxas_resources(log);
   // The log echoes source lines: their control characters are escaped, the lines kept.
   b.log = printable_lines(log);
   b.diagnostics = parse_nvrtc_log(b.log);

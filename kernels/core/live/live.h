@@ -56,6 +56,17 @@ struct LiveDiagnostic {
 // Parses NVRTC's log ("user_kernel.cu(12): error: ...", "... warning #177-D: ...").
 std::vector<LiveDiagnostic> parse_nvrtc_log(const std::string& log);
 
+// What ptxas reported of the compiled kernel (NVRTC with --ptxas-options=-v): no GPU needed.
+struct LiveResources {
+  int regs = -1;  // -1: not reported
+  int barriers = 0;
+  long smem_bytes = 0, stack_bytes = 0, spill_stores = 0, spill_loads = 0;
+  std::string str() const;  // "32 registers, 3312 B shared, 0 B stack, no spills"
+};
+// Splits ptxas's "info" lines out of NVRTC's log (they are not messages about the source) and
+// reads the kernel's resources from them; `log` keeps the other lines.
+LiveResources take_ptxas_resources(std::string& log);
+
 struct LiveBuild {
   bool ok = false;
   std::string source;
@@ -67,6 +78,7 @@ struct LiveBuild {
   std::vector<char> cubin;
   std::string lowered_name;  // user_kernel's mangled name
   double compile_ms = 0;
+  LiveResources resources;  // as ptxas reported them
 };
 // How long, and in how much memory, one compile may run: a few kilobytes of macros or templates
 // can expand for minutes into gigabytes. From the environment: LAB_COMPILE_TIMEOUT_S (seconds,

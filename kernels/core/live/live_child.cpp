@@ -210,6 +210,10 @@ LiveBuild live_compile(const std::string& source, const LiveOptions& o, const st
       b.cubin.assign(cubin.begin(), cubin.end());
       b.lowered_name = in.str();
       b.compile_ms = in.pod<double>();
+      LiveResources& res = b.resources;
+      res.regs = in.pod<int32_t>(), res.barriers = in.pod<int32_t>();
+      res.smem_bytes = long(in.pod<int64_t>()), res.stack_bytes = long(in.pod<int64_t>());
+      res.spill_stores = long(in.pod<int64_t>()), res.spill_loads = long(in.pod<int64_t>());
     } else if (st != Status::OutOfMemory) {
       throw Error(ErrorKind::Data, "an unknown status");
     }
@@ -264,6 +268,10 @@ int live_compile_child_main(int in_fd, int out_fd) {
     w.str(std::string(b.cubin.begin(), b.cubin.end()));
     w.str(b.lowered_name);
     w.pod(b.compile_ms);
+    const LiveResources& res = b.resources;
+    w.pod(int32_t(res.regs)), w.pod(int32_t(res.barriers));
+    w.pod(int64_t(res.smem_bytes)), w.pod(int64_t(res.stack_bytes));
+    w.pod(int64_t(res.spill_stores)), w.pod(int64_t(res.spill_loads));
   } catch (const std::bad_alloc&) {
     w.s.clear();
     w.pod(uint8_t(Status::OutOfMemory));
