@@ -415,6 +415,8 @@ struct GuiApp {
 // The panels, one file each (panel_<name>.cpp).
 void draw_pipeline_panel(GuiApp& app);
 void draw_viewport_panel(GuiApp& app);
+// The Viewport's view in words: 0 "output", 1 "CPU reference", 2 "|output - reference|".
+const char* viewport_view_name(int view);
 void draw_timings_panel(GuiApp& app);
 // One frame's budget from the panels' histories (medians): what the Timings panel shows.
 FrameBudget gui_frame_budget(const GuiApp& app);

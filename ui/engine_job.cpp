@@ -501,15 +501,16 @@ FrameResult run_job(Runner& r, JobInput in) {
       out.ladder_ran = true;
       JobProgress& p = *in.ladder->progress;
       try {
-        auto progress = [&p](size_t done, size_t total) {
-          p.done = done, p.total = total;
+        auto tick = [&p] {
           p.last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+        };
+        auto progress = [&p, &tick](size_t done, size_t total) {
+          p.done = done, p.total = total;
+          tick();
           return !p.stop.load();
         };
         CounterCollector* c = in.ladder->counters;
-        const PassTick passes(c, [&p] {
-          p.last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
-        });
+        const PassTick passes(c, tick);
         auto l = std::make_shared<Ladder>(
             run_ladder(r, in.ladder->stage, in.ladder->spec, in.measure, c, progress));
         // The roofline's compute ceiling, in the same run (tens of milliseconds).
@@ -518,7 +519,7 @@ FrameResult run_job(Runner& r, JobInput in) {
           std::vector<StepFacts> facts;      // cuobjdump per kernel: a sign of life after each
           for (const LadderStep& st : l->steps) {
             facts.push_back(step_facts(st, true));
-            p.last_step_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+            tick();
           }
           out.ladder_why = std::make_shared<const std::vector<Explanation>>(explain_steps(facts));
         }

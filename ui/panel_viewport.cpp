@@ -325,7 +325,7 @@ void draw_viewport_panel(GuiApp& app) {
   tip("the named image to show: the input or any stage's output");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(170);
-  ImGui::Combo("view", &ui.view, kViews, 3);
+  ImGui::Combo("view", &ui.view, kViews, IM_ARRAYSIZE(kViews));
   tip("the GPU output, the CPU reference of its stage, or their absolute difference (press "
       "'compare now' in the Diff panel first)");
   ImGui::SameLine();
@@ -585,6 +585,10 @@ void display_result(GuiApp& app, const FrameResult& r) {
     push_history(
         app.ui.display_ms,
         std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count());
+}
+
+const char* viewport_view_name(int view) {
+  return kViews[std::clamp(view, 0, int(IM_ARRAYSIZE(kViews)) - 1)];
 }
 
 }  // namespace lab::ui

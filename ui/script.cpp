@@ -269,9 +269,8 @@ void GuiScript::report(GuiApp& app, uint64_t ui_frames, uint64_t input_frames) c
     if (!app.view.slots.empty()) {
       const SlotInfo& s =
           app.view.slots[size_t(std::min(app.ui.slot, int(app.view.slots.size()) - 1))];
-      static const char* kView[] = {"output", "CPU reference", "|output - reference|"};
       shown = s.name + " " + std::to_string(s.desc.width) + "x" + std::to_string(s.desc.height) +
-              ", " + kView[std::clamp(app.ui.view, 0, 2)];
+              ", " + viewport_view_name(app.ui.view);
       if (app.live.failure && app.live.failure_shown)
         shown += " (where the last submission failed: " + app.live.failure->where + ")";
     }

@@ -224,11 +224,11 @@ LiveResources take_ptxas_resources(std::string& log) {
     return a < b && b - a < 10 ? std::stol(l.substr(a, b - a)) : -1;
   };
   while (std::getline(in, line)) {
-    // ptxas's warnings and errors stay in the log; only its information lines are taken.
+    // ptxas's warnings and errors stay in the log; only its information lines ("ptxas info",
+    // and their continuations "ptxas    . ...") are taken.
+    const size_t after = line.rfind("ptxas ", 0) == 0 ? line.find_first_not_of(' ', 5) : line.npos;
     const bool info =
-        line.rfind("ptxas info", 0) == 0 ||
-        (line.rfind("ptxas ", 0) == 0 && line.find_first_not_of(' ', 5) != std::string::npos &&
-         line[line.find_first_not_of(' ', 5)] == '.');
+        after != line.npos && (line.compare(after, 4, "info") == 0 || line[after] == '.');
     if (!info) {
       kept += (kept.empty() ? "" : "\n") + line;
       continue;
