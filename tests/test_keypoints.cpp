@@ -436,22 +436,17 @@ void listed_front_cpu_case(const std::string& file, const std::string& size) {
         CHECK(one->skipped(i));
         CHECK(one->fused_into(i) == "detect/" + v);
       }
-      // v5 reads the frame and does letterbox's work too.
-      const bool frame = one->stages()[kDetect].inputs() == std::vector<std::string>{"input"};
-      CHECK(frame == (v == "v5_frame_tiles"));
-      CHECK(one->skipped(0) == frame);
-      CHECK(one->fused_into(0) == (frame ? "detect/" + v : ""));
+      CHECK_FALSE(one->skipped(0));
+      CHECK(one->fused_into(0).empty());
       CHECK_FALSE(one->skipped(kDetect));
       CHECK(one->stages()[kDetect].outputs() ==
             std::vector<std::string>{"keypoints", "nms", "blur"});
       for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
         CHECK_MESSAGE(same_bytes(five->read_slot(slot), one->read_slot(slot)), std::string(slot));
-      // The bytes model: the letterbox plane (or the frame) read; the keypoints, the map and blur
-      // written.
+      // The bytes model: the letterbox plane read; the keypoints, the map and blur written.
       const double plane = double(five->read_slot("nms").desc().bytes());
       const double kps = double(five->read_slot("keypoints").desc().bytes());
-      CHECK(one->stage_bytes(kDetect) ==
-            (frame ? double(in.desc().bytes()) : plane) + 2 * plane + kps);
+      CHECK(one->stage_bytes(kDetect) == 3 * plane + kps);
       const DiffStats d = one->compare(kDetect, one->reference(kDetect), MathMode::Precise);
       CHECK_MESSAGE(d.pass(), d.detail());
       CHECK(d.max_abs == 0);
@@ -886,69 +881,6 @@ TEST_SUITE("gpu") {
         for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
         r.run();
         CHECK(r.graph() == graph);
-        for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-          CHECK_MESSAGE(same_bytes(eager->read_slot(slot), r.read_slot(slot)), std::string(slot));
-      }
-    }
-  }
-
-  LAB_GPU_CASE(
-      "detect v5 (letterbox tiles made from the frame in shared memory) gives letterbox v7 + "
-      "detect v3's bytes at every scale and odd sizes, every block and math mode, stream and "
-      "graph") {
-    // Scale 1 (pier_4k.jpg into 4K: v7's identity), enlarged (dock.jpg 1.35x, box_in_scene.png
-    // gray 5.6x), shrunk (pier_5k.jpg 1.33x, chessboard.png BGRA), each into 4K, odd sizes whose
-    // ring holds a one-row strip, 1280x736, and a plane too small for an interior (the ring is the
-    // whole grid).
-    const Op& detect = find_op("detect");
-    const VariantDef& v5 = detect.def.variants.at(size_t(detect.find_variant("v5_frame_tiles")));
-    for (const std::string file :
-         {"pier_4k.jpg", "dock.jpg", "box_in_scene.png", "pier_5k.jpg", "chessboard.png"}) {
-      const HostImage in = io::load_image(data_path(file));
-      for (const std::string size : {"3840x2160", "3847x2177", "1280x736", "61x37"})
-        for (const std::string math : {"precise", "fast"}) {
-          const auto three =
-              run_pipeline(Backend::Cuda, in, size, {"detect=v3_selected_once"}, {}, math);
-          for (const Block& b : v5.blocks) {
-            INFO(file << " -> " << size << " " << math << " block " << b.str());
-            const auto five = run_pipeline(Backend::Cuda, in, size, {"detect=v5_frame_tiles"}, {},
-                                           math, {"detect=" + b.str()});
-            for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
-              CHECK_MESSAGE(same_bytes(three->read_slot(slot), five->read_slot(slot)),
-                            std::string(slot));
-            bool interior = false, ring = false, letterbox = false;
-            for (const LaunchRecord& l : five->launches()) {
-              interior |= l.kernel == "detect_tile_interior";
-              ring |= l.kernel == "detect_tile_ring";
-              letterbox |= l.kernel.rfind("letterbox", 0) == 0;
-            }
-            CHECK(ring);
-            CHECK(interior == (size != "61x37"));
-            CHECK_FALSE(letterbox);
-            if (size != "3847x2177" || math != "precise" || b != v5.default_block) continue;
-            const DiffStats d = five->compare(kDetect, five->reference(kDetect), MathMode::Precise);
-            CHECK_MESSAGE(d.pass(),
-                          d.detail());  // the frame's reference: letterbox's, then the chain
-          }
-        }
-    }
-    // Frame after frame in a stream and as a graph: the counters and the ring's count start
-    // again each frame.
-    const HostImage dock = io::load_image(data_path("dock.jpg"));
-    const auto eager = run_pipeline(Backend::Cuda, dock, "3840x2160", {"detect=v3_selected_once"});
-    for (const bool graph : {false, true}) {
-      PipelineConfig p = default_pipeline();
-      apply_variant(p, "detect=v5_frame_tiles");
-      apply_size(p, "3840x2160");
-      Runner r(Backend::Cuda);
-      r.configure(p, dock.desc());
-      r.set_input(dock);
-      r.set_per_launch_timing(false);
-      r.set_graph(graph);
-      for (int frame = 0; frame < 3; ++frame) {
-        INFO((graph ? "graph" : "stream") << " frame " << frame);
-        for (size_t i = 0; i < r.stages().size(); ++i) r.poison_outputs(i);
-        r.run();
         for (const char* slot : {"nms", "blur", "keypoints", "descriptors"})
           CHECK_MESSAGE(same_bytes(eager->read_slot(slot), r.read_slot(slot)), std::string(slot));
       }

@@ -27,7 +27,6 @@
 
 #include "front_host.h"
 #include "front_kernels.cuh"
-#include "letterbox_gray.cuh"
 #include "topk_select.cuh"
 
 namespace lab::ops {
@@ -41,8 +40,6 @@ namespace lab::ops {
 struct DetectBorrowed {
   VariantDef nms_front;
   LaunchFn topk_v2 = nullptr;
-  ReferenceFn letterbox = nullptr;  // v5 reads the frame: letterbox's reference and shape
-  ShapeFn letterbox_shape = nullptr;
 };
 inline DetectBorrowed& detect_borrowed() {
   static DetectBorrowed b;
@@ -71,21 +68,6 @@ inline void detect_reference(const StageArgs& a) {
   nms_front_variant().reference(
       StageArgs{{a.in[0]}, {a.out[1], a.out[2]}, front_params_of(a.params), a.block});
   topk_reference(StageArgs{{a.out[1]}, {a.out[0]}, fused_params(a.params, "topk"), a.block});
-}
-
-// v5 reads the frame (letterbox's input) and writes what the others write, at letterbox's size
-// ("letterbox.width", "letterbox.height": the runner passes a fused stage's parameters).
-inline std::vector<ImageDesc> detect_frame_shape(const std::vector<ImageDesc>& in,
-                                                 const ParamMap& p) {
-  return detect_shape(detect_borrowed().letterbox_shape({in[0]}, fused_params(p, "letterbox")), p);
-}
-
-// letterbox's CPU reference, then the chain on its plane.
-inline void detect_frame_reference(const StageArgs& a) {
-  HostImage plane(a.out[1].desc);
-  run_reference(detect_borrowed().letterbox, {a.in[0]}, {plane.ref()},
-                fused_params(a.params, "letterbox"));
-  detect_reference(StageArgs{{plane.ref()}, a.out, a.params, a.block});
 }
 
 // The map and the blur plane by nms v5's rule against the CPU chain; the keypoints exact for
@@ -531,122 +513,6 @@ __global__ void topk_zero_counters_kernel(uint32_t* words, uint32_t n) {
     words[i] = 0;
 }
 
-// ---- v5: the front makes its letterbox tile from the frame, in shared memory ----------------
-
-// A block of v5 is WX x WY warps of the pair front (WX side by side, WY stacked): WX * 56
-// columns of WY * 16 rows. It first makes the letterbox values of every plane pixel its strips
-// read (blur's taps and the halos: (WX * 56 + 12) x (WY * 16 + 12)) from the frame, each once,
-// into shared memory, then walks its strips from there. The letterbox plane is neither written
-// nor read back (at 4K, 33 MB each way), and a pixel is made about 1.3 times (its block's halo),
-// where a lane converting its own taps made each 2.15 times.
-template <int WX, int WY>
-struct FrameTile {
-  static constexpr int kW =
-      WX * PAIR_COLS + 4 * PAIR_APRON + 2 * BLUR_R;  // the block's lanes + taps
-  static constexpr int kH = WY * FRONT_ROWS + 2 * FRONT_HALO;
-  static constexpr int kThreads = 32 * WX * WY;
-};
-
-// What a v5 block makes its tile from: the frame, letterbox's tap tables (none at scale 1) and
-// geometry, and the plane's size.
-struct FrameTaps {
-  ImageView<const uint8_t> frame;
-  const AxisTap* xt;
-  const AxisTap* yt;
-  LetterboxGeometry g;
-  int w, h;
-};
-
-// Plane pixel (px, py)'s letterbox value: letterbox v7's at scale 1 (the source pixel's gray),
-// else v6's (the lerp of two rows' lerps), by their expressions, bit for bit.
-template <int C, bool IDENTITY>
-__device__ __forceinline__ float letterbox_value(const FrameTaps& f, int px, int py) {
-  const int tx = px - f.g.ox, ty = py - f.g.oy;
-  if (tx < 0 || tx >= f.g.rw || ty < 0 || ty >= f.g.rh) return LETTERBOX_PAD;
-  if (IDENTITY) return ldg_gray<C>(f.frame, tx, ty);
-  const AxisTap cx = f.xt[tx], cy = f.yt[ty];
-  const float h0 = row_lerp<C>(f.frame.row(cy.i0), cx.i0 * C, cx.frac);
-  const float h1 = cy.i1 == cy.i0 ? h0 : row_lerp<C>(f.frame.row(cy.i1), cx.i0 * C, cx.frac);
-  return h0 * (1.0f - cy.frac) + h1 * cy.frac;
-}
-
-// The tile of plane columns x0 .. x0 + W - 1 and rows y0 .. y0 + H - 1, each clamped to the
-// plane (the border replicate the strips' clamped taps then find inside the tile). A thread makes
-// kBatch values at a time, all their loads issued before any value is stored: one at a time, a
-// block spent most of its tile waiting on one load after another (4K: the interior 84 us, ncu).
-constexpr int kBatch = 8;
-template <int W, int H, int THREADS, int C, bool IDENTITY>
-__device__ void make_tile(float* tile, const FrameTaps& f, int x0, int y0) {
-  for (int i0 = int(threadIdx.x); i0 < W * H; i0 += THREADS * kBatch) {
-    float v[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int i = min(i0 + u * THREADS, W * H - 1), r = i / W, c = i - r * W;
-      v[u] =
-          letterbox_value<C, IDENTITY>(f, clampi(x0 + c, 0, f.w - 1), clampi(y0 + r, 0, f.h - 1));
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u)
-      if (i0 + u * THREADS < W * H) tile[i0 + u * THREADS] = v[u];
-  }
-}
-
-// Block (bx, by) of v5: its tile, then each warp's strip from it. EDGE: the ring's blocks (their
-// tiles replicate the border, their strips take the edge path); else an interior block.
-template <int WX, int WY, bool EDGE>
-__device__ __forceinline__ void frame_tile_block(const FrameTaps& f, const ImageView<float>& blur,
-                                                 const ImageView<float>& map, float k, float thr,
-                                                 const TopkListSink& sink, int bx, int by) {
-  using T = FrameTile<WX, WY>;
-  __shared__ __align__(16) float tile[T::kW * T::kH];
-  const int block_x = bx * WX * PAIR_COLS - 2 * PAIR_APRON, block_y = by * WY * FRONT_ROWS;
-  const int x0 = block_x - BLUR_R, y0 = block_y - FRONT_HALO;
-  const int c = f.frame.channels;
-  const bool id = f.xt == nullptr;
-  if (c == 3)
-    id ? make_tile<T::kW, T::kH, T::kThreads, 3, true>(tile, f, x0, y0)
-       : make_tile<T::kW, T::kH, T::kThreads, 3, false>(tile, f, x0, y0);
-  else if (c == 4)
-    id ? make_tile<T::kW, T::kH, T::kThreads, 4, true>(tile, f, x0, y0)
-       : make_tile<T::kW, T::kH, T::kThreads, 4, false>(tile, f, x0, y0);
-  else
-    id ? make_tile<T::kW, T::kH, T::kThreads, 1, true>(tile, f, x0, y0)
-       : make_tile<T::kW, T::kH, T::kThreads, 1, false>(tile, f, x0, y0);
-  __syncthreads();
-  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
-  const int base = block_x + (warp % WX) * PAIR_COLS, x = base + 2 * lane;
-  const int strip_y = block_y + (warp / WX) * FRONT_ROWS;
-  if (strip_y >= f.h) return;  // a ring block's warps below the plane
-  const bool inner = lane >= PAIR_APRON && lane < 32 - PAIR_APRON;
-  const TileSource<T::kW> src{tile, x0, y0, f.w, f.h};
-  front_strip_pairs<FRONT_ROWS, EDGE>(src, blur, map, k, thr, x, base, strip_y, inner && x < f.w,
-                                      inner && x + 1 < f.w, sink);
-}
-
-// The interior blocks (pair_split of v5's grid), capped at 85 registers as detect v4's interior,
-// launched programmatically behind the counters' zeroing (it waits for it before it counts).
-template <int WX, int WY>
-__global__ void __launch_bounds__(32 * WX * WY, 24 / (WX * WY))
-    detect_tile_interior_kernel(FrameTaps f, ImageView<float> blur, ImageView<float> map, float k,
-                                float thr, TopkListSink sink, PairSplit split) {
-  griddep_wait();
-  griddep_launch_dependents();
-  frame_tile_block<WX, WY, false>(f, blur, map, k, thr, sink, split.bx0 + int(blockIdx.x),
-                                  split.by0 + int(blockIdx.y));
-}
-
-// The ring of border blocks, started programmatically while the interior's last wave runs; its
-// last block to finish waits for the interior (`done`, as detect v4's ring).
-template <int WX, int WY>
-__global__ void __launch_bounds__(32 * WX * WY)
-    detect_tile_ring_kernel(FrameTaps f, ImageView<float> blur, ImageView<float> map, float k,
-                            float thr, TopkListSink sink, PairSplit split, uint32_t* done) {
-  int bx, by;
-  split.ring_block(int(blockIdx.x), bx, by);
-  frame_tile_block<WX, WY, true>(f, blur, map, k, thr, sink, bx, by);
-  if (threadIdx.x == 0 && atomicAdd(done, 1u) + 1 == gridDim.x) griddep_wait();
-}
-
 // ---- launchers -------------------------------------------------------------------------------
 
 // Whether nms v6's pair front fills the GPU at least twice over, else v4 runs v3 (nms v5's
@@ -809,64 +675,6 @@ static void launch_v4(LaunchContext& ctx, const StageArgs& a) {
   rank_selected(ctx, a, sink, true);
 }
 
-// v5: in[0] the frame (letterbox skipped); out as the others'. The counters zeroed by a kernel,
-// the interior behind it, the ring behind the interior, the rank behind the ring, each launch
-// programmatic (sm_90 and up; elsewhere one after another). Blocks of 256 threads are 2 x 4
-// warps, of 128 1 x 4, of 64 1 x 2.
-template <int WX, int WY>
-static void launch_frame_tiles(LaunchContext& ctx, const StageArgs& a) {
-  const auto frame = a.in[0].view<const uint8_t>();
-  const auto map = a.out[1].view<float>(), blur = a.out[2].view<float>();
-  const int w = map.width, h = map.height;
-  const LetterboxGeometry g = letterbox_geometry(frame.width, frame.height, w, h);
-  if (a.in[0].pitch < a.in[0].desc.row_bytes() + 12)
-    throw Error(ErrorKind::Usage,
-                "detect v5 loads whole words past a frame row's last pixel: it "
-                "needs 12 bytes of row padding (DeviceImage has 16)");
-  if (!front_pairs_aligned(blur.data, map.data, blur.data, blur.pitch, map.pitch, blur.pitch))
-    throw Error(ErrorKind::Usage,
-                "detect v5 stores pairs: its planes' rows must be 8-byte aligned");
-  const bool identity = g.rw == frame.width && g.rh == frame.height;
-  const AxisTap* taps = identity ? nullptr : device_taps(ctx, frame.width, frame.height, g);
-  const FrameTaps f{frame, taps, identity ? nullptr : taps + g.rw, g, w, h};
-  const dim3 grid(unsigned((w + WX * PAIR_COLS - 1) / (WX * PAIR_COLS)),
-                  unsigned((h + WY * FRONT_ROWS - 1) / (WY * FRONT_ROWS)));
-  const PairSplit split = pair_split(w, h, WX, PAIR_APRON, WY * FRONT_ROWS, grid);
-  const size_t done_at = sizeof(TopkGridSelectScratch);
-  const size_t counters = done_at + sizeof(uint32_t);
-  const TopkListSink sink = listed_sink(ctx, w, h, counters, false);
-  auto* done = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(sink.sc) + done_at);
-  const float hk = front_k(a.params), thr = fused_param(a.params, "nms", "threshold");
-  const dim3 block(32 * WX * WY);
-  const uint32_t words = uint32_t(counters / sizeof(uint32_t));
-  launch_programmatic(ctx, "topk_zero_counters", topk_zero_counters_kernel,
-                      dim3(unsigned(std::min<uint32_t>(64, (words + 255) / 256))), dim3(256), 0,
-                      reinterpret_cast<uint32_t*>(sink.sc), words);
-  const auto ring = detect_tile_ring_kernel<WX, WY>;
-  if (split.interior() > 0) {
-    launch_programmatic(ctx, "detect_tile_interior", detect_tile_interior_kernel<WX, WY>,
-                        dim3(unsigned(split.bx1 - split.bx0), unsigned(split.by1 - split.by0)),
-                        block, 0, f, blur, map, hk, thr, sink, split);
-    launch_programmatic(ctx, "detect_tile_ring", ring, dim3(unsigned(split.ring())), block, 0, f,
-                        blur, map, hk, thr, sink, split, done);
-  } else {  // no interior: the ring is the grid, behind the zeroing's end
-    launch(ctx, "detect_tile_ring", ring, dim3(unsigned(split.ring())), block, 0, f, blur, map, hk,
-           thr, sink, split, done);
-  }
-  rank_selected(ctx, a, sink, true);
-}
-
-static void launch_v5(LaunchContext& ctx, const StageArgs& a) {
-  switch (a.block.x) {
-    case 64:
-      return launch_frame_tiles<1, 2>(ctx, a);
-    case 128:
-      return launch_frame_tiles<1, 4>(ctx, a);
-    default:
-      return launch_frame_tiles<2, 4>(ctx, a);
-  }
-}
-
 // ---- variant table ---------------------------------------------------------------------------
 
 OpDef detect_op(const OpLookup& earlier) {
@@ -874,8 +682,6 @@ OpDef detect_op(const OpLookup& earlier) {
   front_stages().nms_params = earlier.op("nms").params;
   detect_borrowed().nms_front = earlier.op("nms").variant("v5_fused_front");
   detect_borrowed().topk_v2 = earlier.op("topk").variant("v2_select_sort").launch;
-  detect_borrowed().letterbox = earlier.op("letterbox").reference;
-  detect_borrowed().letterbox_shape = earlier.op("letterbox").shape;
   const std::vector<Block> blocks = {{32, 1}, {64, 1}, {128, 1}, {256, 1}};
   const std::vector<std::string> fuses = {"blur", "sobel", "harris", "nms", "topk"};
   OpDef op;
@@ -915,16 +721,8 @@ OpDef detect_op(const OpLookup& earlier) {
        "at 4K the front should gain: the interior holds one path's code and fewer registers (more "
        "warps an SM), the ring fills its last wave, and each launch's blocks take their places "
        "while the one before drains"},
-      {"v5_frame_tiles",
-       "v4's launches, each block making its letterbox tile from the frame in shared memory",
-       {{64, 1}, {128, 1}, {256, 1}}, {256, 1}, launch_v5, nullptr,
-       {"letterbox", "blur", "sobel", "harris", "nms", "topk"}, {"input"}, detect_frame_reference,
-       {},
-       "the letterbox plane goes (at 4K 33 MB written and read back) and its launch; each block "
-       "converts the frame pixels its strips read about 1.3 times, in shared memory"},
   };
   // clang-format on
-  op.variant("v5_frame_tiles").shape = detect_frame_shape;
   const std::string past_cap = "K over 8,192: topk/v2_select_sort after the front";
   for (VariantDef& v : op.variants) v.runs_when = past_cap;
   op.variant("v3_selected_once").runs_when = "no cooperative launch: v2_counted_rank; " + past_cap;

@@ -300,46 +300,6 @@ struct PlaneSource {
   };
 };
 
-// TileSource reads a block's tile of the plane that the block made in shared memory (detect v5,
-// which makes it from the frame): tile[r * PITCH + c] is plane column clamp(x0 + c) of row
-// clamp(y0 + r), border replicate done when the tile was made, so that every clamped tap of the
-// block's strips lies in it. Loads from shared memory, not the plane through L1.
-template <int PITCH>
-struct TileSource {
-  static constexpr int kApron = PAIR_APRON;
-  const float* tile;  // shared
-  int x0, y0, w, h;   // the plane column and row of tile[0]; the plane's size
-  __device__ int width() const { return w; }
-  __device__ int height() const { return h; }
-  __device__ bool plain_rows(int, int) const { return true; }
-  template <bool EDGE>
-  struct Rows {
-    const float* t;
-    int y0, h, xs[6];   // EDGE: the taps x-2..x+3 clamped, as tile columns
-    const float* next;  // !EDGE: tap x-2 of the next row
-    __device__ Rows(const TileSource& s, int x, int y_first)
-        : t(s.tile),
-          y0(s.y0),
-          h(s.h),
-          next(EDGE ? nullptr : s.tile + (y_first - s.y0) * PITCH + x - BLUR_R - s.x0) {
-#pragma unroll
-      for (int i = 0; i < 6; ++i) xs[i] = clampi(x + i - BLUR_R, 0, s.w - 1) - s.x0;
-    }
-    __device__ void taps(int yr, float (&tap)[6]) {
-      if (EDGE) {
-        const float* row = t + (clampi(yr, 0, h - 1) - y0) * PITCH;
-#pragma unroll
-        for (int i = 0; i < 6; ++i) tap[i] = row[xs[i]];
-      } else {
-        const float2* p = reinterpret_cast<const float2*>(next);
-        const float2 a = p[0], b = p[1], c = p[2];
-        tap[0] = a.x, tap[1] = a.y, tap[2] = b.x, tap[3] = b.y, tap[4] = c.x, tap[5] = c.y;
-        next += PITCH;
-      }
-    }
-  };
-};
-
 // One warp's strip of column pairs: front_strip's walk, each step for both columns. Arrays and
 // row offsets as front_strip's; a trailing 0 or 1 names the column (x or x + 1). `w0`, `w1`:
 // this lane writes column x, x + 1 (x + 1 < w; both, for every writing lane, when !EDGE).
