@@ -484,8 +484,11 @@ __device__ __forceinline__ void pair_front_part(const PlaneSource& src,
 // In one launch (nms v6's) both unrolled paths are in use on every SM at once (a border block in
 // every row of blocks), the front's top stall is an instruction-cache miss (ncu on the H200;
 // BENCHMARKS.md, "What the code relies on") and the kernel holds the edge path's 128
-// registers: 8 blocks of 2 warps an SM. The interior path alone took 89 (ptxas, sm_90); held to 80
-// (3 blocks of 256 threads, or 12 of 64, an SM) it spills nothing, and 12 blocks fit, not 8.
+// registers: 8 blocks of 2 warps an SM. The interior path alone took 89 (ptxas, sm_90; 146 with
+// nvcc 13.0); held to 80 (3 blocks of 256 threads, or 12 of 64, an SM) it spills nothing, and 12
+// blocks fit, not 8. More warps do not pay: on the H100 caps of 72 and 64 made the 4K frame
+// slower, and one of 96 2-3 us faster than one of 80 (BENCHMARKS.md, "The front's registers,
+// tried"; (256, 2), 128 registers, is untimed).
 template <int ROWS, bool WAIT = false>
 __global__ void __launch_bounds__(256, 3)
     topk_pair_front_interior_kernel(PlaneSource src, ImageView<float> blur, ImageView<float> map,
