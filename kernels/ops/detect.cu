@@ -487,8 +487,8 @@ __device__ __forceinline__ void pair_front_part(const PlaneSource& src,
 // registers: 8 blocks of 2 warps an SM. The interior path alone took 89 (ptxas, sm_90; 146 with
 // nvcc 13.0); held to 80 (3 blocks of 256 threads, or 12 of 64, an SM) it spills nothing, and 12
 // blocks fit, not 8. More warps do not pay: on the H100 caps of 72 and 64 made the 4K frame
-// slower, and one of 96 2-3 us faster than one of 80 (BENCHMARKS.md, "The front's registers,
-// tried"; (256, 2), 128 registers, is untimed).
+// slower, and one of 96 was 1-2 us faster than this bound; (256, 2), 128 registers, is untimed
+// (BENCHMARKS.md, "The front's registers, tried").
 template <int ROWS, bool WAIT = false>
 __global__ void __launch_bounds__(256, 3)
     topk_pair_front_interior_kernel(PlaneSource src, ImageView<float> blur, ImageView<float> map,
